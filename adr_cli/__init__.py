@@ -1,0 +1,1 @@
+"""The `adr` command line: one subcommand per process kind."""

@@ -1,0 +1,64 @@
+"""`adr` entry point: dispatches to one module per subcommand.
+
+Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int`` and is imported
+only when its subcommand is used, so ``adr replay`` never imports Kafka or Redis clients.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# name -> (module, one-line help)
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "replay": ("adr_cli.replay", "rate a file of kill events offline with the engine"),
+    "consume": ("consumer.cli", "run the Kafka consumer: kill events -> ratings in Redis"),
+    "simulate": ("consumer.simulate", "play game servers: publish simulated kill events"),
+    "calibrate": ("tierjob.cli", "take the population snapshot and publish tier boundaries"),
+    "leaderboard": ("tierjob.leaderboard", "read the live leaderboard from Redis"),
+    "evaluate": ("evaluation.cli", "run the paper's Section 10 protocol against baselines"),
+    "stack": ("stack.cli", "start/stop a local Kafka broker and Redis server (no Docker)"),
+    "demo": ("stack.demo", "run the whole pipeline end to end with a live leaderboard"),
+}
+
+EXIT_USAGE = 2
+
+
+def _load(module_name: str):  # type: ignore[no-untyped-def]
+    return importlib.import_module(module_name)
+
+
+def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="adr",
+        description="adr-stream: Adaptive Dynamic Rating for free-for-all arenas.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+    wanted = next((a for a in argv if not a.startswith("-")), None)
+    for name, (module_name, help_text) in SUBCOMMANDS.items():
+        sp = sub.add_parser(name, help=help_text, description=help_text)
+        # Import only the chosen subcommand's module: keeps `adr --help` and `adr replay` light.
+        if name == wanted:
+            module = _load(module_name)
+            module.add_arguments(sp)
+            sp.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(args_list)
+    args = parser.parse_args(args_list)
+    try:
+        return int(args._run(args))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

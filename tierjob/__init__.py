@@ -1,0 +1,1 @@
+"""tierjob package."""
