@@ -1,1 +1,91 @@
-"""engine package."""
+"""ADR engine: pure functions on plain data, the population snapshot and an in-memory book.
+
+No I/O and deterministic: the same events and snapshot schedule give bit-identical state.
+The algorithm is ../shared/seeds/ADR-Algorithm-EN.md as read by adr-reading.md; the exactness
+rules (integer ms, exact σ̄, fsum means, rational quantile index) are in docs/design.md.
+"""
+
+from engine._book import COUNTED, DUPLICATE, RatingBook, Verdict
+from engine._cooldown import is_duplicate
+from engine._decay import decay_mu, decay_sigma, gap_days, is_returning
+from engine._errors import EngineError, ParamError
+from engine._kill import KillOutcome, predict, rate_kill
+from engine._learning_rate import eta, eta_base, eta_streak, eta_trend, eta_vol, window_mean
+from engine._outcome import diffusion, p_ab
+from engine._sigma import sigma_mean, sigma_units
+from engine._snapshot import (
+    activity_time,
+    boundary_targets,
+    is_active,
+    quantile_index,
+    smoothed,
+    take_snapshot,
+)
+from engine._state import EMPTY_SNAPSHOT, PlayerState, Snapshot, initial_snapshot, new_player
+from engine._tiers import can_place, h_down_next, h_up_next, tier_of, tier_step
+from engine._update import (
+    capped_mu,
+    evidence_weight,
+    phi_next,
+    pool_regular,
+    pool_returning,
+    recent_next,
+    sigma_next,
+    window_next,
+)
+from engine.params import MS_PER_DAY, TIER_COUNT, TIER_LABELS, Params
+
+__all__ = [
+    "COUNTED",
+    "DUPLICATE",
+    "EMPTY_SNAPSHOT",
+    "MS_PER_DAY",
+    "TIER_COUNT",
+    "TIER_LABELS",
+    "EngineError",
+    "KillOutcome",
+    "ParamError",
+    "Params",
+    "PlayerState",
+    "RatingBook",
+    "Snapshot",
+    "Verdict",
+    "activity_time",
+    "boundary_targets",
+    "can_place",
+    "capped_mu",
+    "decay_mu",
+    "decay_sigma",
+    "diffusion",
+    "eta",
+    "eta_base",
+    "eta_streak",
+    "eta_trend",
+    "eta_vol",
+    "evidence_weight",
+    "gap_days",
+    "h_down_next",
+    "h_up_next",
+    "initial_snapshot",
+    "is_active",
+    "is_duplicate",
+    "is_returning",
+    "new_player",
+    "p_ab",
+    "phi_next",
+    "pool_regular",
+    "pool_returning",
+    "predict",
+    "quantile_index",
+    "rate_kill",
+    "recent_next",
+    "sigma_mean",
+    "sigma_next",
+    "sigma_units",
+    "smoothed",
+    "take_snapshot",
+    "tier_of",
+    "tier_step",
+    "window_mean",
+    "window_next",
+]

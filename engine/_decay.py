@@ -1,0 +1,33 @@
+"""Time decay toward the active mean and the returning-player test (§5, §8.2)."""
+
+from __future__ import annotations
+
+import math
+
+from engine.params import MS_PER_DAY, Params
+
+
+def gap_days(ts: int, last_ts: int | None) -> float:
+    """d = max(0, t − t_last)/T_day as int/int (correctly rounded); 0 for a new player (§2.2)."""
+    if last_ts is None:
+        return 0.0
+    return max(0, ts - last_ts) / MS_PER_DAY
+
+
+def is_returning(gap: float, params: Params) -> bool:
+    """The last counted event lies more than T_return days back, strictly (§8.2)."""
+    return gap > params.t_return
+
+
+def decay_mu(mu: float, gap: float, mean_mu_active: float, params: Params) -> float:
+    """μ ← μ̄_A + (μ − μ̄_A)·exp(−d/τ) when d > 0 (§5)."""
+    if gap <= 0.0:
+        return mu
+    return mean_mu_active + (mu - mean_mu_active) * math.exp(-gap / params.tau)
+
+
+def decay_sigma(sigma: float, gap: float, params: Params) -> float:
+    """σ ← min(σ_max, σ + σ_drift·d) when d > 0 (§5)."""
+    if gap <= 0.0:
+        return sigma
+    return min(params.sigma_max, sigma + params.sigma_drift * gap)

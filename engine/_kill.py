@@ -1,0 +1,152 @@
+"""One counted kill event, steps 5–13 of adr-reading.md: decay, predict, update, tiers."""
+
+from __future__ import annotations
+
+import msgspec
+
+from engine._decay import decay_mu, decay_sigma, gap_days, is_returning
+from engine._learning_rate import eta
+from engine._outcome import diffusion, p_ab
+from engine._sigma import sigma_mean, sigma_units
+from engine._state import PlayerState, Snapshot
+from engine._tiers import tier_step
+from engine._update import (
+    capped_mu,
+    phi_next,
+    pool_regular,
+    pool_returning,
+    recent_next,
+    sigma_next,
+    window_next,
+)
+from engine.params import Params
+
+
+class KillOutcome(msgspec.Struct, frozen=True, gc=False):
+    """The result of `rate_kill`: both new states, the P_ab used, and the change of S."""
+
+    attacker: PlayerState
+    victim: PlayerState
+    p_ab: float
+    sigma_units_delta: int
+
+
+def _decayed(
+    state: PlayerState, ts: int, mean_mu_active: float, params: Params
+) -> tuple[float, float, bool]:
+    """(μ, σ, returning) of a player at ts before its event (§5, §8.2)."""
+    if state.n == 0:
+        return state.mu, state.sigma, False
+    gap = gap_days(ts, state.last_ts)
+    return (
+        decay_mu(state.mu, gap, mean_mu_active, params),
+        decay_sigma(state.sigma, gap, params),
+        is_returning(gap, params),
+    )
+
+
+def _p_ab_decayed(
+    mu_a: float,
+    sigma_a: float,
+    a: PlayerState,
+    mu_b: float,
+    sigma_b: float,
+    b: PlayerState,
+    total_units: int,
+    count: int,
+    params: Params,
+) -> float:
+    """P_ab with σ̄ over all tracked players, a and b at their post-decay σ (§3, step 6)."""
+    units = (
+        total_units
+        + sigma_units(sigma_a, params)
+        - sigma_units(a.sigma, params)
+        + sigma_units(sigma_b, params)
+        - sigma_units(b.sigma, params)
+    )
+    return p_ab(mu_a, mu_b, diffusion(sigma_mean(units, count, params), params))
+
+
+def predict(
+    a: PlayerState,
+    b: PlayerState,
+    ts: int,
+    total_units: int,
+    count: int,
+    snapshot: Snapshot,
+    params: Params,
+) -> float:
+    """P_ab as a counted "a kills b at ts" would use it (§3, §5); S, P include a and b."""
+    mean = snapshot.mean_mu_active
+    mu_a, sigma_a, _ = _decayed(a, ts, mean, params)
+    mu_b, sigma_b, _ = _decayed(b, ts, mean, params)
+    return _p_ab_decayed(mu_a, sigma_a, a, mu_b, sigma_b, b, total_units, count, params)
+
+
+def _updated(
+    state: PlayerState,
+    mu: float,
+    sigma: float,
+    returning: bool,
+    raw: float,
+    error: float,
+    won: bool,
+    ts: int,
+    snapshot: Snapshot,
+    params: Params,
+) -> PlayerState:
+    """A player's state after the event, from its post-decay μ, σ and raw change (steps 9–13)."""
+    if returning:
+        pool, target = pool_returning(mu, state.pool, raw, sigma, params)
+    else:
+        pool, target = pool_regular(mu, state.pool, raw, params)
+    mu_next = capped_mu(mu, target, params)
+    delta_mu = mu_next - mu
+    sigma_new = sigma_next(sigma, delta_mu, params)
+    n = state.n + 1
+    tier, h_up, h_down = tier_step(
+        state.tier, state.h_up, state.h_down, mu_next, sigma_new, n, snapshot.boundaries, params
+    )
+    return PlayerState(
+        mu=mu_next,
+        sigma=sigma_new,
+        streak=state.streak + 1 if won else 0,
+        phi=phi_next(state.phi, error, params),
+        pool=pool,
+        n=n,
+        last_ts=ts,
+        tier=tier,
+        h_up=h_up,
+        h_down=h_down,
+        window=window_next(state.window, delta_mu, params),
+        recent=recent_next(state.recent, ts, params),
+    )
+
+
+def rate_kill(
+    a: PlayerState,
+    b: PlayerState,
+    ts: int,
+    total_units: int,
+    count: int,
+    snapshot: Snapshot,
+    params: Params,
+) -> KillOutcome:
+    """Apply one counted event "a kills b at ts" (steps 5–13); S, P include a and b at stored σ."""
+    mean = snapshot.mean_mu_active
+    mu_a, sigma_a, returning_a = _decayed(a, ts, mean, params)
+    mu_b, sigma_b, returning_b = _decayed(b, ts, mean, params)
+    p = _p_ab_decayed(mu_a, sigma_a, a, mu_b, sigma_b, b, total_units, count, params)
+    eta_a = eta(sigma_a, a.streak, a.window, a.phi, params)
+    eta_b_loss = params.c_loss * eta(sigma_b, b.streak, b.window, b.phi, params)
+    raw_a = eta_a * (1.0 - p)
+    raw_b = -(eta_b_loss * p)
+    new_a = _updated(a, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, ts, snapshot, params)
+    new_b = _updated(b, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, ts, snapshot, params)
+    delta = (
+        sigma_units(new_a.sigma, params)
+        - sigma_units(a.sigma, params)
+        + sigma_units(new_b.sigma, params)
+        - sigma_units(b.sigma, params)
+    )
+    return KillOutcome(attacker=new_a, victim=new_b, p_ab=p, sigma_units_delta=delta)

@@ -1,0 +1,61 @@
+"""One player's update on a counted event: §4.2–§4.5 with the safeguards of §8.2–§8.4."""
+
+from __future__ import annotations
+
+import math
+
+from engine.params import Params
+
+
+def evidence_weight(sigma: float, params: Params) -> float:
+    """r = σ0/(σ + σ0), the evidence-confidence weight of a returning player (§8.2)."""
+    return params.sigma0 / (sigma + params.sigma0)
+
+
+def pool_returning(
+    mu: float, nu: float, raw: float, sigma: float, params: Params
+) -> tuple[float, float]:
+    """(ν', target) for a returning player: eff = raw·r is split, ν drains (§8.2–8.3)."""
+    eff = raw * evidence_weight(sigma, params)
+    lam = params.lambda_pool
+    nu_next = min(params.nu_max, max(params.nu_min, (1.0 - lam) * nu + params.alpha * eff))
+    return nu_next, mu + (1.0 - params.alpha) * eff + lam * nu
+
+
+def pool_regular(mu: float, nu: float, raw: float, params: Params) -> tuple[float, float]:
+    """(ν', target) for any other player: the pool only drains into μ (§8.3, adr-reading step 9)."""
+    lam = params.lambda_pool
+    return (1.0 - lam) * nu, mu + raw + lam * nu
+
+
+def capped_mu(mu: float, target: float, params: Params) -> float:
+    """μ' = clip(μ + clip(target − μ, −Δ_max, Δ_max), μ_min, μ_max) (§8.4 then §4.2)."""
+    step = min(params.delta_max, max(-params.delta_max, target - mu))
+    return min(params.mu_max, max(params.mu_min, mu + step))
+
+
+def sigma_next(sigma: float, delta_mu: float, params: Params) -> float:
+    """σ' = clip((1/σ_mid² + 1/γ²)^(−1/2), σ_min, σ_max), σ_mid² = σ² + Δμ² (§4.3)."""
+    mid_sq = sigma * sigma + delta_mu * delta_mu
+    gamma = params.gamma
+    reduced = 1.0 / math.sqrt(1.0 / mid_sq + 1.0 / (gamma * gamma))
+    return min(params.sigma_max, max(params.sigma_min, reduced))
+
+
+def phi_next(phi: float, error: float, params: Params) -> float:
+    """φ' = clip((1 − λ_φ)·φ + λ_φ·error, −1, 1); error = 1 − P_ab (a) or P_ab − 1 (b) (§4.4)."""
+    lam = params.lambda_phi
+    return min(1.0, max(-1.0, (1.0 - lam) * phi + lam * error))
+
+
+def window_next(window: tuple[float, ...], delta_mu: float, params: Params) -> tuple[float, ...]:
+    """Append |Δμ|, keeping the newest L entries, oldest first (§4.5)."""
+    grown = (*window, abs(delta_mu))
+    return grown[-params.window :] if len(grown) > params.window else grown
+
+
+def recent_next(recent: tuple[int, ...], ts: int, params: Params) -> tuple[int, ...]:
+    """The n_active latest counted event times after counting one at ts, ascending (§2.3)."""
+    in_order = not recent or ts >= recent[-1]
+    grown = (*recent, ts) if in_order else tuple(sorted((*recent, ts)))
+    return grown[-params.n_active :] if len(grown) > params.n_active else grown
