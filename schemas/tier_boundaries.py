@@ -59,7 +59,11 @@ class TierBoundaries(msgspec.Struct, kw_only=True, frozen=True):
         ),
     ]
     labels: Annotated[
-        list[str],
+        list[
+            Annotated[
+                str, msgspec.Meta(extra_json_schema={"minLength": 1, "maxLength": MAX_LABEL_BYTES})
+            ]
+        ],
         msgspec.Meta(
             description=f"the K tier labels, best first, each 1-{MAX_LABEL_BYTES} bytes",
             extra_json_schema={"minItems": 2},
