@@ -1,1 +1,31 @@
-"""tierjob package."""
+"""The tier job: `adr calibrate` (population snapshot → Redis and `tier-boundaries`) and
+`adr leaderboard` (read the live leaderboard). See docs/design.md, "Redis layout"."""
+
+from tierjob._errors import PublishError, StateError, TierJobError
+from tierjob._keys import Keys
+from tierjob.calibration import CalibrationResult, Calibrator
+from tierjob.config import Config
+from tierjob.lease import Lease
+from tierjob.population import LeaseLost, Population, PopulationReader
+from tierjob.publish import RedisPublisher, SnapshotMovedOn, TopicPublisher, tier_boundaries_message
+from tierjob.snapshot_codec import decode_snapshot, encode_snapshot
+
+__all__ = [
+    "CalibrationResult",
+    "Calibrator",
+    "Config",
+    "Keys",
+    "Lease",
+    "LeaseLost",
+    "Population",
+    "PopulationReader",
+    "PublishError",
+    "RedisPublisher",
+    "SnapshotMovedOn",
+    "StateError",
+    "TierJobError",
+    "TopicPublisher",
+    "decode_snapshot",
+    "encode_snapshot",
+    "tier_boundaries_message",
+]

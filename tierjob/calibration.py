@@ -1,0 +1,143 @@
+"""One calibration: lease → previous snapshot → population → engine.take_snapshot → publish."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Literal
+
+import redis
+
+from engine import TIER_LABELS, Snapshot, take_snapshot
+from tierjob._errors import PublishError
+from tierjob._keys import Keys
+from tierjob.config import Config
+from tierjob.lease import Lease
+from tierjob.population import LeaseLost, Population, PopulationReader
+from tierjob.publish import (
+    RedisPublisher,
+    SnapshotMovedOn,
+    TopicPublisher,
+    tier_boundaries_message,
+)
+from tierjob.snapshot_codec import decode_snapshot
+
+Outcome = Literal["published", "not_holder", "lease_lost", "moved_on"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class CalibrationResult:
+    """What one run did; `snapshot` and `version` are set when it published."""
+
+    outcome: Outcome
+    now_ms: int
+    duration_s: float
+    lease_held: bool
+    version: int | None = None
+    snapshot: Snapshot | None = None
+    population: Population | None = None
+    tier_counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    topic_error: str | None = None
+    """Why the tier-boundaries message was not delivered (the Redis publish stands)."""
+
+    def summary(self) -> dict[str, object]:
+        """A JSON-ready account of the run (one-shot runs print it on stdout)."""
+        out: dict[str, object] = {
+            "outcome": self.outcome,
+            "now_ms": self.now_ms,
+            "duration_s": round(self.duration_s, 6),
+            "lease_held": self.lease_held,
+        }
+        if self.snapshot is not None:
+            s = self.snapshot
+            out |= {
+                "version": self.version,
+                "computed_at": s.taken_at,
+                "active_count": s.active_count,
+                "mean_mu_active": s.mean_mu_active,
+                "boundaries": None if s.boundaries is None else list(s.boundaries),
+                "tier_counts": self.tier_counts,
+                "topic_error": self.topic_error,
+            }
+        if self.population is not None:
+            p = self.population
+            out |= {
+                "expired_pruned": p.expired,
+                "reconciled": p.reconciled,
+                "reconcile_dropped": p.dropped,
+                "reconcile_added": p.added,
+                "fallback_all_players": bool(p.fallback_mus),
+            }
+        return out
+
+
+class Calibrator:
+    """Takes and publishes the population snapshot of one namespace (docs/design.md, tier job)."""
+
+    def __init__(
+        self, client: redis.Redis, config: Config, topic: TopicPublisher | None = None
+    ) -> None:
+        self._client = client
+        self._config = config
+        self._keys = Keys.of(config.namespace)
+        self._topic = topic
+        self.lease = Lease(client, self._keys.lease, config.holder_id, config.lease_ttl_ms)
+        self._reader = PopulationReader(client, self._keys, config.holder_id, config.prune_chunk)
+        self._publisher = RedisPublisher(client, self._keys, config.holder_id)
+
+    def run_once(self, now_ms: int | None = None) -> CalibrationResult:
+        """Calibrate at `now_ms` (default: the wall clock, as online calibration is defined)."""
+        started = time.perf_counter()
+        now = int(time.time() * 1000) if now_ms is None else now_ms
+
+        def result(outcome: Outcome, held: bool, **kw: object) -> CalibrationResult:
+            duration = time.perf_counter() - started
+            return CalibrationResult(outcome, now, duration, held, **kw)  # type: ignore[arg-type]
+
+        if not self.lease.hold():
+            return result("not_holder", False)
+        params = self._config.params
+        try:
+            previous = decode_snapshot(self._client.hgetall(self._keys.snapshot))
+            population = self._reader.read(now - params.active_ms)
+            snapshot = take_snapshot(
+                now,
+                population.active_mus,
+                population.fallback_mus,
+                previous[1] if previous else None,
+                params,
+            )
+            # A long run (the O(P) fallback) may outlive the lease: extend it, or stop here.
+            if not self.lease.hold():
+                raise LeaseLost("lease taken by another replica during the run")
+            version = self._publisher.publish(snapshot, previous[0] if previous else 0)
+        except LeaseLost:
+            return result("lease_lost", False)
+        except SnapshotMovedOn:
+            return result("moved_on", True)
+        topic_error = None
+        if self._topic is not None:
+            try:
+                message = tier_boundaries_message(version, snapshot, params)
+                self._topic.send(self._config.namespace, message)
+            except PublishError as exc:
+                topic_error = str(exc)
+        return result(
+            "published",
+            True,
+            version=version,
+            snapshot=snapshot,
+            population=population,
+            tier_counts=self.tier_counts(),
+            topic_error=topic_error,
+        )
+
+    def tier_counts(self) -> dict[str, int]:
+        """Placed players per tier label, from the consumer's `{ns}:tier_counts` hash."""
+        raw = self._client.hgetall(self._keys.tier_counts)
+        counts = {_text(k): int(v) for k, v in raw.items()}
+        return {label: counts.get(label, 0) for label in TIER_LABELS}
+
+
+def _text(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value

@@ -1,0 +1,123 @@
+"""`adr calibrate`: take the population snapshot from Redis and publish it, once or every N s.
+
+Once (a Kubernetes CronJob): prints a JSON summary of the run on stdout; exit 0 when it published
+or another replica holds the lease, 1 on an error (Redis, or the topic missed the message), 2 on
+bad usage. With `--every S`: calibrates every S seconds on the wall clock, serves Prometheus
+metrics on `--metrics-port`, survives errors (logged, counted), stops on SIGTERM / SIGINT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+import time
+from types import FrameType
+
+import redis
+
+from tierjob import _log
+from tierjob._errors import TierJobError
+from tierjob.calibration import CalibrationResult, Calibrator
+from tierjob.config import Config, from_args
+from tierjob.config import add_arguments as _add_config_arguments
+from tierjob.metrics import Metrics
+from tierjob.publish import TopicPublisher
+
+log = logging.getLogger("adr.calibrate")
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_config_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    _log.setup()
+    try:
+        config = from_args(args)
+    except TierJobError as exc:
+        print(f"adr calibrate: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    client = redis.Redis.from_url(config.redis_url)
+    topic = TopicPublisher(config.bootstrap_servers, config.topic, config.kafka_timeout)
+    calibrator = Calibrator(client, config, topic)
+    try:
+        if config.every is None:
+            return _once(calibrator, topic)
+        return _forever(calibrator, topic, config)
+    finally:
+        topic.close()
+        client.close()
+
+
+def _once(calibrator: Calibrator, topic: TopicPublisher) -> int:
+    try:
+        topic.ensure_topic()
+        result = calibrator.run_once()
+    except (TierJobError, redis.RedisError) as exc:
+        log.error("calibration failed", extra={"error": str(exc)})
+        return EXIT_FAILED
+    _log_result(result)
+    print(json.dumps(result.summary()), flush=True)
+    return EXIT_FAILED if result.topic_error is not None else EXIT_OK
+
+
+def _forever(calibrator: Calibrator, topic: TopicPublisher, config: Config) -> int:
+    assert config.every is not None
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        log.info("stopping", extra={"signal": signum})
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    metrics = Metrics()
+    if config.metrics_port:
+        metrics.serve(config.metrics_port, config.metrics_host)
+    log.info(
+        "calibrating",
+        extra={
+            "every_s": config.every,
+            "namespace": config.namespace,
+            "holder": config.holder_id,
+            "lease_ttl_ms": config.lease_ttl_ms,
+        },
+    )
+    topic_ready = False
+    next_at = time.monotonic()
+    while not stop.is_set():
+        try:
+            if not topic_ready:
+                topic.ensure_topic()
+                topic_ready = True
+            result = calibrator.run_once()
+        except (TierJobError, redis.RedisError) as exc:
+            metrics.failed("topic_setup" if not topic_ready else "calibrate")
+            log.error("calibration failed", extra={"error": str(exc)})
+        else:
+            metrics.observe(result)
+            _log_result(result)
+        # Fixed rate on the monotonic clock; a run longer than the interval skips the missed ticks.
+        next_at += config.every
+        now = time.monotonic()
+        if next_at < now:
+            next_at = now + config.every
+        stop.wait(next_at - now)
+    return EXIT_OK
+
+
+def _log_result(result: CalibrationResult) -> None:
+    summary = result.summary()
+    if result.outcome == "published":
+        level = logging.WARNING if result.topic_error else logging.INFO
+        log.log(level, "published", extra=summary)
+    else:
+        log.info(result.outcome.replace("_", " "), extra=summary)

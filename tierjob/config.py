@@ -1,0 +1,136 @@
+"""`tierjob.Config`: one typed object for `adr calibrate`, from ADR_* environment and flags."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import socket
+import uuid
+from collections.abc import Mapping
+
+from engine import ParamError, Params
+from tierjob._errors import TierJobError
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+ONE_SHOT_LEASE_TTL_S = 60.0
+"""A one-shot run (CronJob) keeps its lease this long: concurrent one-shot replicas publish once."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Config:
+    """Everything `adr calibrate` needs; the algorithm's parameters are `params` (engine.Params)."""
+
+    redis_url: str = DEFAULT_REDIS_URL
+    bootstrap_servers: str = DEFAULT_BOOTSTRAP
+    namespace: str = "adr"
+    topic: str = "tier-boundaries"
+    every: float | None = None
+    """Seconds between calibrations; None: calibrate once and exit (a Kubernetes CronJob)."""
+    lease_ttl: float | None = None
+    """Seconds the lease lives without renewal; None: 2 × every, or 60 s for a one-shot run."""
+    metrics_port: int | None = 9109
+    """Prometheus port while `every` is set (0 or None: no server); one-shot runs serve none."""
+    metrics_host: str = "0.0.0.0"
+    prune_chunk: int = 5000
+    """Expired players removed from `{ns}:active_mu` per Lua call (bounds how long Redis blocks)."""
+    kafka_timeout: float = 30.0
+    """Seconds to wait for the broker to acknowledge the tier-boundaries message."""
+    holder_id: str = dataclasses.field(
+        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    )
+    params: Params = dataclasses.field(default_factory=Params)
+
+    def __post_init__(self) -> None:
+        if not self.namespace or "{" in self.namespace or "}" in self.namespace:
+            raise TierJobError(f"bad namespace {self.namespace!r}")
+        if self.every is not None and self.every <= 0:
+            raise TierJobError(f"--every must be > 0 seconds, got {self.every}")
+        if self.lease_ttl is not None and self.lease_ttl <= 0:
+            raise TierJobError(f"--lease-ttl must be > 0 seconds, got {self.lease_ttl}")
+        if self.prune_chunk < 1 or self.kafka_timeout <= 0:
+            raise TierJobError("--prune-chunk must be >= 1 and --kafka-timeout > 0")
+
+    @property
+    def lease_ttl_ms(self) -> int:
+        """The lease's time to live: it outlasts the interval, or a standby would publish too."""
+        if self.lease_ttl is not None:
+            seconds = self.lease_ttl
+        elif self.every is not None:
+            seconds = 2 * self.every
+        else:
+            seconds = ONE_SHOT_LEASE_TTL_S
+        return max(1, round(seconds * 1000))
+
+
+# flag dest -> (environment variable, type)
+_ENV: dict[str, tuple[str, type]] = {
+    "redis_url": ("REDIS_URL", str),
+    "bootstrap_servers": ("KAFKA_BOOTSTRAP_SERVERS", str),
+    "namespace": ("ADR_NAMESPACE", str),
+    "topic": ("ADR_TIER_TOPIC", str),
+    "every": ("ADR_CALIBRATE_EVERY", float),
+    "lease_ttl": ("ADR_CALIBRATE_LEASE_TTL", float),
+    "metrics_port": ("ADR_METRICS_PORT", int),
+    "metrics_host": ("ADR_METRICS_HOST", str),
+    "prune_chunk": ("ADR_CALIBRATE_PRUNE_CHUNK", int),
+    "kafka_timeout": ("ADR_KAFKA_TIMEOUT", float),
+    "holder_id": ("ADR_INSTANCE_ID", str),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of `adr calibrate`; each defaults to its environment variable, then Config's."""
+    defaults = Config()
+    for dest, (env, typ) in _ENV.items():
+        flag = "--" + dest.replace("_", "-")
+        shown = "hostname-pid-random" if dest == "holder_id" else getattr(defaults, dest)
+        parser.add_argument(
+            flag, dest=dest, type=typ, default=None, help=f"(env {env}; default {shown})"
+        )
+    add_param_argument(parser)
+
+
+def add_param_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--param",
+        dest="param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override an engine parameter, same as the consumer's (repeatable; env ADR_PARAMS)",
+    )
+
+
+def params_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> Params:
+    """engine.Params from ADR_PARAMS then --param overrides (the consumer must use the same)."""
+    items = [p for p in environ.get("ADR_PARAMS", "").split(",") if p.strip()]
+    items += list(getattr(args, "param", []) or [])
+    overrides: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise TierJobError(f"--param wants NAME=VALUE, got {item!r}")
+        overrides[name.strip()] = value.strip()
+    try:
+        return Params.from_overrides(overrides)
+    except ParamError as exc:
+        raise TierJobError(str(exc)) from exc
+
+
+def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Config:
+    """Config from parsed flags over environment variables over defaults."""
+    env = os.environ if environ is None else environ
+    values: dict[str, object] = {}
+    for dest, (var, typ) in _ENV.items():
+        flag_value = getattr(args, dest, None)
+        if flag_value is not None:
+            values[dest] = flag_value
+        elif env.get(var):
+            try:
+                values[dest] = typ(env[var])
+            except ValueError as exc:
+                raise TierJobError(f"bad {var}={env[var]!r}: {exc}") from exc
+    values["params"] = params_from_args(args, env)
+    return Config(**values)  # type: ignore[arg-type]

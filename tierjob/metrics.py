@@ -1,0 +1,101 @@
+"""The tier job's Prometheus metrics (docs/design.md, "Metrics": tier job)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from engine import TIER_LABELS
+from tierjob.calibration import CalibrationResult
+
+_DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+class Metrics:
+    """One registry per process; `observe` records a calibration run."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        r = self.registry
+        self.duration = Histogram(
+            "adr_calibration_duration_seconds",
+            "Duration of one calibration run that published",
+            buckets=_DURATION_BUCKETS,
+            registry=r,
+        )
+        self.last_success = Gauge(
+            "adr_calibration_last_success_timestamp_seconds",
+            "Wall-clock time of the last publication (seconds since the Unix epoch)",
+            registry=r,
+        )
+        self.active = Gauge("adr_active_players", "|A| of the last published snapshot", registry=r)
+        self.mean_mu = Gauge("adr_mean_mu_active", "μ̄_A of the last published snapshot", registry=r)
+        self.boundary = Gauge(
+            "adr_tier_boundary",
+            "Boundary B_k of the last published snapshot (k = 1..14; absent before the first)",
+            ["k"],
+            registry=r,
+        )
+        self.tier_players = Gauge(
+            "adr_tier_players",
+            "Placed players per tier (the consumer's counts)",
+            ["tier"],
+            registry=r,
+        )
+        self.lease_held = Gauge(
+            "adr_calibration_lease_held",
+            "1 while this replica holds the calibration lease",
+            registry=r,
+        )
+        self.runs = Counter(
+            "adr_calibration_runs_total",
+            "Calibration runs by outcome (published, not_holder, lease_lost, moved_on, error)",
+            ["outcome"],
+            registry=r,
+        )
+        self.expired = Counter(
+            "adr_calibration_expired_players_total",
+            "Players whose activity expired, removed from the active set by the prune",
+            registry=r,
+        )
+        self.reconciled = Counter(
+            "adr_calibration_reconciled_total",
+            "Runs whose cheap count check failed and that reconciled the active set in O(|A|)",
+            registry=r,
+        )
+        self.errors = Counter(
+            "adr_errors_swallowed_total",
+            "Errors the tier job logged and survived, by where",
+            ["where"],
+            registry=r,
+        )
+
+    def observe(self, result: CalibrationResult) -> None:
+        self.runs.labels(result.outcome).inc()
+        self.lease_held.set(1 if result.lease_held else 0)
+        if result.population is not None:
+            self.expired.inc(result.population.expired)
+            if result.population.reconciled:
+                self.reconciled.inc()
+        if result.outcome != "published" or result.snapshot is None:
+            return
+        snapshot = result.snapshot
+        self.duration.observe(result.duration_s)
+        self.last_success.set(result.now_ms / 1000)
+        self.active.set(snapshot.active_count)
+        self.mean_mu.set(snapshot.mean_mu_active)
+        if snapshot.boundaries is not None:
+            for k, b in enumerate(snapshot.boundaries, start=1):
+                self.boundary.labels(str(k)).set(b)
+        for label in TIER_LABELS:
+            self.tier_players.labels(label).set(result.tier_counts.get(label, 0))
+        if result.topic_error is not None:
+            self.errors.labels("topic_publish").inc()
+
+    def failed(self, where: str) -> None:
+        """A run that raised: counted, and the lease is not known to be held."""
+        self.runs.labels("error").inc()
+        self.errors.labels(where).inc()
+        self.lease_held.set(0)
+
+    def serve(self, port: int, host: str) -> None:
+        start_http_server(port, addr=host, registry=self.registry)

@@ -1,0 +1,177 @@
+"""The active population from Redis: prune expired players, then read μ over A.
+
+Active set A at a cutoff c = now − t_active (ms): the players whose activity time (their n_active-th
+most recent counted event, the score in `{ns}:activity`) is later than c. The consumer adds every
+player it sees active to `{ns}:active_mu` with its μ; this module removes the expired ones and
+reads the rest:
+
+1. Prune (cost ∝ players expired since the last run): the members of `{ns}:activity` scored in
+   (pruned_to, c] leave `{ns}:active_mu`; `{ns}:calib:pruned_to` remembers c.
+2. Read, atomically (MULTI): |A| = ZCOUNT activity (c, +inf) and all of `{ns}:active_mu`. Since
+   `{ns}:active_mu` holds every active player, equal counts prove it holds exactly A.
+3. Otherwise (a player the consumer added with an expired activity time, a clock that went back,
+   a missing player) reconcile exactly: A from `{ns}:activity`, μ from `{ns}:active_mu`, remove the
+   inactive ones, add the missing ones with their hash's μ. Cost O(|A|), counted in the report.
+
+If A is empty, A = P: the μ of every tracked player, read by SCAN of the player hashes, O(P). That
+happens only while nobody is active (a new or idle deployment).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import Any
+
+import redis
+
+from tierjob import _scripts
+from tierjob._errors import StateError, TierJobError
+from tierjob._keys import Keys
+
+_SCRIPT_BATCH = 1000
+"""Player ids per reconciliation script call."""
+_SCAN_COUNT = 2000
+
+
+class LeaseLost(TierJobError):
+    """The lease moved to another replica during this run: nothing more is written."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Population:
+    """What the snapshot is taken from, and what reading it cost."""
+
+    active_mus: list[float]
+    """μ over A, ascending."""
+    fallback_mus: list[float]
+    """μ over all tracked players; read only when A is empty, else []."""
+    expired: int
+    """Players this run's prune removed from `{ns}:active_mu`."""
+    reconciled: bool
+    """True when the counts disagreed and the exact O(|A|) reconciliation ran."""
+    dropped: int
+    """Inactive players the reconciliation removed."""
+    added: int
+    """Active players missing from `{ns}:active_mu` that the reconciliation added."""
+
+
+class PopulationReader:
+    """Reads the population of one namespace under one replica's lease."""
+
+    def __init__(self, client: redis.Redis, keys: Keys, holder_id: str, prune_chunk: int) -> None:
+        self._client = client
+        self._keys = keys
+        self._holder = holder_id
+        self._chunk = prune_chunk
+        self._prune = client.register_script(_scripts.PRUNE_STEP)
+        self._drop = client.register_script(_scripts.DROP_INACTIVE)
+        self._add = client.register_script(_scripts.ADD_ACTIVE)
+
+    def read(self, cutoff_ms: int) -> Population:
+        """The population at `cutoff_ms` (= now − t_active); LeaseLost if the lease is gone."""
+        expired = self.prune(cutoff_ms)
+        count, members = self._read_fast(cutoff_ms)
+        dropped = added = 0
+        reconciled = count != len(members)
+        if reconciled:
+            mus, dropped, added = self._reconcile(cutoff_ms)
+        else:
+            mus = [mu for _, mu in members]
+        mus.sort()
+        fallback = [] if mus else self.all_mus()
+        return Population(mus, fallback, expired, reconciled, dropped, added)
+
+    def prune(self, cutoff_ms: int) -> int:
+        """Remove the players expired in (pruned_to, cutoff] from `{ns}:active_mu`, in chunks."""
+        k = self._keys
+        removed_total = 0
+        while True:
+            removed, _scanned, _upto, done = self._prune(
+                keys=[k.lease, k.activity, k.active_mu, k.pruned_to],
+                args=[self._holder, cutoff_ms, self._chunk],
+            )
+            if removed == _scripts.NOT_HOLDER:
+                raise LeaseLost("lease lost while pruning")
+            removed_total += int(removed)
+            if done:
+                return removed_total
+
+    def _read_fast(self, cutoff_ms: int) -> tuple[int, list[tuple[bytes, float]]]:
+        k = self._keys
+        pipe = self._client.pipeline(transaction=True)
+        pipe.zcount(k.activity, f"({cutoff_ms}", "+inf")
+        pipe.zrange(k.active_mu, 0, -1, withscores=True)
+        count, members = pipe.execute()
+        return int(count), members
+
+    def _reconcile(self, cutoff_ms: int) -> tuple[list[float], int, int]:
+        k = self._keys
+        pipe = self._client.pipeline(transaction=True)
+        pipe.zrangebyscore(k.activity, f"({cutoff_ms}", "+inf")
+        pipe.zrange(k.active_mu, 0, -1, withscores=True)
+        active_ids, members = pipe.execute()
+        active = set(active_ids)
+        mu_of: dict[bytes, float] = dict(members)
+        mus = [mu for member, mu in mu_of.items() if member in active]
+        inactive = [member for member in mu_of if member not in active]
+        missing = [member for member in active_ids if member not in mu_of]
+        dropped = sum(
+            self._fenced(self._drop, [k.lease, k.activity, k.active_mu], [cutoff_ms], batch)
+            for batch in _batches(inactive)
+        )
+        added = 0
+        for batch in _batches(missing):
+            pairs = self._fenced(
+                self._add, [k.lease, k.activity, k.active_mu], [cutoff_ms, k.player_prefix], batch
+            )
+            for mu in pairs[1::2]:
+                mus.append(_float(mu))
+                added += 1
+        return mus, dropped, added
+
+    def _fenced(self, script: Any, keys: list[str], args: list[Any], ids: list[bytes]) -> Any:
+        answer = script(keys=keys, args=[self._holder, *args, *ids])
+        if answer == _scripts.NOT_HOLDER:
+            raise LeaseLost("lease lost while reconciling the active set")
+        return answer
+
+    def all_mus(self) -> list[float]:
+        """μ of every tracked player (A = P when nobody is active): SCAN of the hashes, O(P)."""
+        pattern = _glob_escape(self._keys.player_prefix) + "*"
+        mus: list[float] = []
+        for batch in _batches_of(self._client.scan_iter(match=pattern, count=_SCAN_COUNT)):
+            pipe = self._client.pipeline(transaction=False)
+            for key in batch:
+                pipe.hget(key, "mu")
+            mus.extend(_float(mu) for mu in pipe.execute() if mu is not None)
+        return mus
+
+
+def _float(raw: bytes | str) -> float:
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise StateError(f"unreadable μ {raw!r}") from exc
+
+
+def _batches(items: list[bytes]) -> list[list[bytes]]:
+    return [items[i : i + _SCRIPT_BATCH] for i in range(0, len(items), _SCRIPT_BATCH)]
+
+
+def _batches_of(keys: Any) -> Any:
+    batch: list[bytes] = []
+    for key in keys:
+        batch.append(key)
+        if len(batch) >= _SCAN_COUNT:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+_GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
+
+
+def _glob_escape(text: str) -> str:
+    return _GLOB_SPECIAL.sub(r"\\\1", text)
