@@ -1,0 +1,47 @@
+"""ADR behind the evaluation interface: the engine's RatingBook, the same code the consumer runs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engine import TIER_LABELS, Params, RatingBook
+
+# The evaluation calibrates on event time once an hour (the online tier job runs on the wall
+# clock with its own --every); recorded in the report.
+EVAL_CALIBRATE_EVERY_MS = 3_600_000
+
+
+@dataclass
+class AdrSystem:
+    """ADR (engine.RatingBook): predict = the P_ab the next counted event would use; update =
+    `apply`, cooldown included (duplicates change nothing); rating = stored μ; tier = ADR's own."""
+
+    params: Params = field(default_factory=Params)
+    calibrate_every_ms: int = EVAL_CALIBRATE_EVERY_MS
+    name: str = "adr"
+    book: RatingBook = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.book = RatingBook(self.params, calibrate_every_ms=self.calibrate_every_ms)
+
+    def predict(self, a: str, b: str, ts: int) -> float:
+        return self.book.predict(a, b, ts)
+
+    def update(self, a: str, b: str, ts: int) -> None:
+        self.book.apply("", a, b, ts)
+
+    def rating(self, player: str) -> float:
+        state = self.book.player(player)
+        return self.params.mu0 if state is None else state.mu
+
+    def sigma(self, player: str) -> float:
+        state = self.book.player(player)
+        return self.params.sigma0 if state is None else state.sigma
+
+    def tier(self, player: str) -> int | None:
+        state = self.book.player(player)
+        return 0 if state is None else state.tier
+
+    @staticmethod
+    def tier_label(tier: int) -> str:
+        return "unplaced" if tier == 0 else TIER_LABELS[tier - 1]
