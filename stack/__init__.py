@@ -1,1 +1,28 @@
-"""stack package."""
+"""Local Kafka (KRaft, jars from Maven Central) and redis-server without Docker.
+
+``adr stack up|down|status`` runs them for people; :class:`SessionServers` finds or starts them
+for test sessions; ``adr demo`` runs the whole pipeline on them.
+"""
+
+from stack._endpoints import SessionServers, docker_answers
+from stack._errors import StackError
+from stack._kafka import KafkaBroker
+from stack._local import LocalStack
+from stack._ports import free_port
+from stack._provision import kafka_lib_dir, kafka_version, redis_server_bin
+from stack._redis import RedisServer
+from stack._topics import TopicAdmin
+
+__all__ = [
+    "KafkaBroker",
+    "LocalStack",
+    "RedisServer",
+    "SessionServers",
+    "StackError",
+    "TopicAdmin",
+    "docker_answers",
+    "free_port",
+    "kafka_lib_dir",
+    "kafka_version",
+    "redis_server_bin",
+]

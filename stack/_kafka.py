@@ -1,0 +1,195 @@
+"""One Apache Kafka broker (combined broker + KRaft controller) on loopback, without Docker."""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from stack._errors import StackError
+from stack._ports import LOOPBACK, free_port, port_open
+from stack._procs import log_tail, pid_alive, spawn, stop_pid
+from stack._provision import java_bin, kafka_lib_dir
+
+DEFAULT_HEAP_MB = 512
+START_ATTEMPTS = 3  # only when the ports are our own pick: another process may grab one first
+
+# Lean single-node settings: internal topics with one partition and one replica start fast.
+_BASE_CONFIG: dict[str, str] = {
+    "process.roles": "broker,controller",
+    "node.id": "1",
+    "controller.listener.names": "CONTROLLER",
+    "inter.broker.listener.name": "PLAINTEXT",
+    "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+    "num.partitions": "1",
+    "default.replication.factor": "1",
+    "min.insync.replicas": "1",
+    "offsets.topic.replication.factor": "1",
+    "offsets.topic.num.partitions": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
+    "transaction.state.log.num.partitions": "1",
+    "share.coordinator.state.topic.replication.factor": "1",
+    "share.coordinator.state.topic.min.isr": "1",
+    "share.coordinator.state.topic.num.partitions": "1",
+    "group.initial.rebalance.delay.ms": "0",
+    "log.cleaner.dedupe.buffer.size": str(16 * 1024 * 1024),
+    "num.network.threads": "2",
+    "num.io.threads": "4",
+    "num.recovery.threads.per.data.dir": "1",
+    "auto.create.topics.enable": "true",
+}
+
+_JVM_FLAGS = (
+    "-XX:+UseSerialGC",  # fewest GC threads and the smallest footprint on a 2-core box
+    "-XX:MaxDirectMemorySize=256m",
+    "-XX:MaxMetaspaceSize=128m",
+    "-XX:ReservedCodeCacheSize=64m",
+    "-XX:+ExitOnOutOfMemoryError",
+    "-Djava.awt.headless=true",
+    "-Dorg.slf4j.simpleLogger.showDateTime=true",
+    "-Dorg.slf4j.simpleLogger.dateTimeFormat=yyyy-MM-dd'T'HH:mm:ss.SSSZ",
+    # The full config dump is ~2000 lines per start; keep the log about what happened.
+    "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.common.config.AbstractConfig=warn",
+)
+# A tool that runs for a second gains nothing from the optimising compiler.
+_TOOL_FLAGS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xmx256m")
+
+
+def _cluster_id() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (as Uuid does)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):  # Kafka avoids these: they read as CLI flags
+            return text
+
+
+@dataclass
+class KafkaBroker:
+    """A single-node KRaft broker whose files all live under ``workdir``."""
+
+    workdir: Path
+    port: int = 0  # 0: a free port, chosen at start
+    controller_port: int = 0
+    heap_mb: int = DEFAULT_HEAP_MB
+    tied_to_parent: bool = True
+    extra_config: dict[str, str] = field(default_factory=dict)
+    pid: int | None = None
+    _popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def bootstrap(self) -> str:
+        """``host:port`` for ``bootstrap.servers``."""
+        return f"{LOOPBACK}:{self.port}"
+
+    @property
+    def log_path(self) -> Path:
+        """The broker's combined stdout/stderr log."""
+        return self.workdir / "kafka.log"
+
+    def start(self, timeout: float = 120.0) -> str:
+        """Format storage, start the broker, wait until it answers metadata; return bootstrap."""
+        lib = kafka_lib_dir()
+        pick_ports = self.port == 0 or self.controller_port == 0
+        for attempt in range(1, START_ATTEMPTS + 1):
+            if pick_ports:
+                self.port, self.controller_port = free_port(), free_port()
+                while self.controller_port == self.port:
+                    self.controller_port = free_port()
+            props = self._write_config(attempt)
+            self._format(lib, props)
+            self._popen = spawn(
+                [java_bin(), *self._jvm_flags(), "-cp", f"{lib}/*", "kafka.Kafka", str(props)],
+                self.log_path,
+                tied_to_parent=self.tied_to_parent,
+            )
+            self.pid = self._popen.pid
+            try:
+                self._wait_ready(timeout)
+                return self.bootstrap
+            except StackError:
+                self.stop()
+                port_clash = "Address already in use" in log_tail(self.log_path, 20000)
+                if not (pick_ports and port_clash and attempt < START_ATTEMPTS):
+                    raise
+        raise AssertionError("unreachable")
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Controlled shutdown (SIGTERM), SIGKILL after ``timeout`` s."""
+        if self.pid is not None:
+            stop_pid(self.pid, timeout=timeout, popen=self._popen)
+        self._popen = None
+
+    def alive(self) -> bool:
+        """Whether the broker process is running."""
+        if self._popen is not None:
+            return self._popen.poll() is None
+        return self.pid is not None and pid_alive(self.pid)
+
+    def _jvm_flags(self) -> list[str]:
+        heap = int(os.environ.get("ADR_KAFKA_HEAP_MB", self.heap_mb))
+        extra = os.environ.get("ADR_KAFKA_JVM_OPTS", "").split()
+        return [f"-Xms{min(128, heap)}m", f"-Xmx{heap}m", *_JVM_FLAGS, *extra]
+
+    def _write_config(self, attempt: int) -> Path:
+        data = self.workdir / f"kafka-data-{attempt}"
+        config = {
+            **_BASE_CONFIG,
+            "controller.quorum.voters": f"1@{LOOPBACK}:{self.controller_port}",
+            "listeners": (
+                f"PLAINTEXT://{LOOPBACK}:{self.port},CONTROLLER://{LOOPBACK}:{self.controller_port}"
+            ),
+            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{self.port}",
+            "log.dirs": str(data),
+            **self.extra_config,
+        }
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        props = self.workdir / "server.properties"
+        props.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+        return props
+
+    def _format(self, lib: Path, props: Path) -> None:
+        log = self.workdir / "kafka-format.log"
+        argv = [
+            java_bin(), *_TOOL_FLAGS, "-cp", f"{lib}/*", "kafka.tools.StorageTool",
+            "format", "-t", _cluster_id(), "-c", str(props),
+        ]  # fmt: skip
+        with open(log, "wb") as out:
+            done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, check=False)
+        if done.returncode != 0:
+            raise StackError(
+                f"formatting KRaft storage failed (exit {done.returncode}); log: {log}\n"
+                f"{log_tail(log)}"
+            )
+
+    def _wait_ready(self, timeout: float) -> None:
+        # Imported here so `adr stack status` and the provisioning path stay light.
+        from confluent_kafka.admin import AdminClient
+
+        deadline = time.monotonic() + timeout
+        admin = None
+        while time.monotonic() < deadline:
+            if not self.alive():
+                code = self._popen.returncode if self._popen is not None else "?"
+                raise StackError(
+                    f"Kafka broker exited with {code} while starting; log: {self.log_path}\n"
+                    f"{log_tail(self.log_path)}"
+                )
+            if port_open(self.port):
+                if admin is None:
+                    admin = AdminClient({"bootstrap.servers": self.bootstrap, "log_level": 0})
+                try:
+                    metadata = admin.list_topics(timeout=2)
+                except Exception:  # KafkaException until the broker is unfenced
+                    metadata = None
+                if metadata is not None and metadata.brokers:
+                    return
+            time.sleep(0.1)
+        raise StackError(
+            f"Kafka broker did not answer metadata within {timeout:.0f} s; "
+            f"log: {self.log_path}\n{log_tail(self.log_path)}"
+        )
