@@ -1,0 +1,75 @@
+"""Loading deploy/: the Kubernetes manifests, the rule files, the dashboard."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.deploy._metrics import REPO
+
+DEPLOY = REPO / "deploy"
+K8S = DEPLOY / "k8s"
+RULES_FILE = DEPLOY / "prometheus" / "rules.yml"
+PROMETHEUS_CONFIG = DEPLOY / "prometheus" / "prometheus.yml"
+DASHBOARDS = DEPLOY / "grafana" / "dashboards"
+GRAFANA_PROVISIONING = DEPLOY / "grafana" / "provisioning"
+
+Doc = dict[str, Any]
+
+
+def load_yaml_docs(path: Path) -> list[Doc]:
+    """Every non-empty document of a YAML file."""
+    with path.open() as fh:
+        return [d for d in yaml.safe_load_all(fh) if d is not None]
+
+
+def k8s_objects() -> list[tuple[Path, Doc]]:
+    """(file, object) for every manifest the kustomization lists, in its order."""
+    kustomization = load_yaml_docs(K8S / "kustomization.yaml")[0]
+    return [(K8S / r, d) for r in kustomization["resources"] for d in load_yaml_docs(K8S / r)]
+
+
+def one(kind: str, name: str) -> Doc:
+    """The single object of `kind` called `name`."""
+    found = [d for _, d in k8s_objects() if d["kind"] == kind and d["metadata"]["name"] == name]
+    assert len(found) == 1, f"want exactly one {kind}/{name}, found {len(found)}"
+    return found[0]
+
+
+def container(deployment: Doc) -> Doc:
+    """The only container of a workload's pod template."""
+    containers = deployment["spec"]["template"]["spec"]["containers"]
+    assert len(containers) == 1, "one container per adr-stream pod"
+    return containers[0]
+
+
+def flag_value(args: list[str], flag: str) -> str | None:
+    """Value of `--flag V` or `--flag=V` in an argument list."""
+    for i, arg in enumerate(args):
+        if arg == flag and i + 1 < len(args):
+            return args[i + 1]
+        if arg.startswith(flag + "="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+def rule_exprs() -> list[tuple[str, str]]:
+    """(alert, expr) of every rule in deploy/prometheus/rules.yml."""
+    groups = load_yaml_docs(RULES_FILE)[0]["groups"]
+    return [(r.get("alert") or r["record"], r["expr"]) for g in groups for r in g["rules"]]
+
+
+def dashboards() -> list[tuple[Path, Doc]]:
+    return [(p, json.loads(p.read_text())) for p in sorted(DASHBOARDS.glob("*.json"))]
+
+
+def panels(dashboard: Doc) -> list[Doc]:
+    """Every panel, rows' nested panels included."""
+    out: list[Doc] = []
+    for panel in dashboard.get("panels", []):
+        out.append(panel)
+        out.extend(panel.get("panels", []))
+    return out
