@@ -1,0 +1,83 @@
+"""Helpers of the tier job tests: seed the Redis layout of docs/design.md as the consumer writes it,
+and the snapshot the engine takes from the same players (the expected value)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import msgspec
+import redis
+
+from engine import (
+    Params,
+    PlayerState,
+    Snapshot,
+    activity_time,
+    is_active,
+    new_player,
+    take_snapshot,
+)
+from tierjob import Keys
+
+DAY_MS = 86_400_000
+T0 = 1_800_000_000_000
+"""A fixed wall-clock time (2027-01-15) the tests calibrate around."""
+
+
+def player(params: Params, mu: float, events: tuple[int, ...]) -> PlayerState:
+    """A tracked player with μ whose counted events happened at `events` (ms, any order)."""
+    recent = tuple(sorted(events))[-params.n_active :]
+    return msgspec.structs.replace(
+        new_player(params),
+        mu=mu,
+        n=len(events),
+        last_ts=events[-1] if events else None,
+        recent=recent,
+    )
+
+
+def played(params: Params, state: PlayerState, mu: float, events: tuple[int, ...]) -> PlayerState:
+    """`state` after more counted events (their times, in arrival order), now with μ = `mu`."""
+    if not events:
+        return msgspec.structs.replace(state, mu=mu)
+    recent = tuple(sorted(state.recent + events))[-params.n_active :]
+    return msgspec.structs.replace(
+        state, mu=mu, n=state.n + len(events), last_ts=events[-1], recent=recent
+    )
+
+
+def write_players(
+    client: redis.Redis, keys: Keys, players: Mapping[str, PlayerState], params: Params
+) -> None:
+    """What the consumer's atomic write leaves for these players (the fields the job reads):
+    the hash's μ, `{ns}:activity` when n >= n_active, and `{ns}:active_mu` when the player is
+    active at its own last event (else removed), as docs/design.md's Redis layout says."""
+    pipe = client.pipeline(transaction=True)
+    for pid, state in players.items():
+        pipe.hset(keys.player(pid), mapping={"mu": repr(state.mu), "n": str(state.n)})
+        since = activity_time(state, params)
+        if since is None:
+            continue
+        pipe.zadd(keys.activity, {pid: since})
+        assert state.last_ts is not None
+        if is_active(state, state.last_ts, params):
+            pipe.zadd(keys.active_mu, {pid: repr(state.mu)})
+        else:
+            pipe.zrem(keys.active_mu, pid)
+    pipe.execute()
+
+
+def expected_snapshot(
+    players: Mapping[str, PlayerState], now_ms: int, previous: Snapshot | None, params: Params
+) -> Snapshot:
+    """engine.take_snapshot on the same players: A by engine.is_active, P = all of them."""
+    active = [s.mu for s in players.values() if is_active(s, now_ms, params)]
+    everyone = [s.mu for s in players.values()]
+    return take_snapshot(now_ms, active, everyone, previous, params)
+
+
+def drop_namespace(client: redis.Redis, keys: Keys) -> None:
+    pattern = keys.prefix.replace("{", "\\{").replace("}", "\\}") + "*"
+    batch = list(client.scan_iter(match=pattern, count=1000))
+    for i in range(0, len(batch), 1000):
+        client.delete(*batch[i : i + 1000])
