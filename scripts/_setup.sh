@@ -1,0 +1,102 @@
+# Shared set-up for scripts/test and scripts/demo (sourced, not run). Idempotent and quiet:
+# a second run is a few stat calls. Installs only what is missing:
+#   - Debian packages: a JRE (17+), maven, redis-server, python3-venv   (apt-get, as root or sudo)
+#   - a virtual environment $ADR_VENV (default .venv) with `pip install -e .[dev]`
+#   - the Kafka broker jars from Maven Central into .cache/kafka/       (mvn, see stack/pom.xml)
+# KAFKA_BOOTSTRAP_SERVERS / REDIS_URL set: the matching local server is not needed, not installed.
+
+ADR_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ADR_VENV="${ADR_VENV:-$ADR_ROOT/.venv}"
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off PIP_NO_INPUT=1
+
+_log() { printf '[setup] %s\n' "$*" >&2; }
+_die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
+
+_python_ok() {  # python >= 3.11?
+  "$1" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null
+}
+
+_pick_python() {
+  local candidate
+  for candidate in "${PYTHON:-}" python3.13 python3.12 python3.11 python3; do
+    [ -n "$candidate" ] || continue
+    if command -v "$candidate" >/dev/null 2>&1 && _python_ok "$candidate"; then
+      command -v "$candidate"
+      return 0
+    fi
+  done
+  return 1
+}
+
+_java_ok() {  # a java launcher of release 17 or newer?
+  local java="${JAVA_HOME:+$JAVA_HOME/bin/}java" version
+  command -v "$java" >/dev/null 2>&1 || return 1
+  version="$("$java" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1)"
+  [ -n "$version" ] && [ "$version" -ge 17 ]
+}
+
+_have_redis_server() {
+  command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || [ -x /usr/sbin/redis-server ]
+}
+
+_apt_install() {  # apt-get update && apt-get install -y PACKAGES, as root or with sudo
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then
+      sudo="sudo -n"
+    else
+      _die "missing $*: install them (apt-get install $*) or run as root"
+    fi
+  fi
+  command -v apt-get >/dev/null 2>&1 || _die "missing $* and no apt-get here: install them by hand"
+  _log "installing Debian packages: $*"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get -qq update >/dev/null ||
+    _die "apt-get update failed"
+  $sudo env DEBIAN_FRONTEND=noninteractive apt-get -qq install -y --no-install-recommends "$@" \
+    >/dev/null || _die "apt-get install $* failed"
+}
+
+adr_setup() {
+  local python packages=() stamp want
+  python="$(_pick_python)" || packages+=(python3 python3-venv)
+  if [ -z "${KAFKA_BOOTSTRAP_SERVERS:-}" ]; then
+    _java_ok || packages+=(openjdk-17-jre-headless)
+    command -v mvn >/dev/null 2>&1 || packages+=(maven)
+  fi
+  if [ -z "${REDIS_URL:-}" ]; then
+    _have_redis_server || packages+=(redis-server)
+  fi
+  if [ -n "$python" ] && [ ! -x "$ADR_VENV/bin/python" ] &&
+    ! "$python" -c 'import ensurepip, venv' >/dev/null 2>&1; then
+    packages+=(python3-venv)
+  fi
+  if [ "${#packages[@]}" -gt 0 ]; then
+    _apt_install "${packages[@]}"
+    [ -n "$python" ] || python="$(_pick_python)" || _die "no Python 3.11+ found"
+  fi
+
+  if [ ! -x "$ADR_VENV/bin/python" ]; then
+    _log "creating virtual environment $ADR_VENV ($("$python" --version))"
+    "$python" -m venv "$ADR_VENV" || _die "could not create $ADR_VENV"
+  fi
+  # Reinstall only when the dependency declarations change (the install is editable).
+  want="$(cat "$ADR_ROOT/pyproject.toml" "$ADR_ROOT/constraints.txt" 2>/dev/null | cksum)"
+  stamp="$ADR_VENV/.adr-installed"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    _log "installing adr-stream and its dev dependencies into $ADR_VENV"
+    local constraints=()
+    [ -f "$ADR_ROOT/constraints.txt" ] && constraints=(-c "$ADR_ROOT/constraints.txt")
+    "$ADR_VENV/bin/python" -m pip install -q --upgrade pip >/dev/null ||
+      _die "could not upgrade pip"
+    "$ADR_VENV/bin/python" -m pip install -q -e "$ADR_ROOT[dev]" "${constraints[@]}" ||
+      _die "pip install -e .[dev] failed"
+    printf '%s' "$want" >"$stamp"
+  fi
+
+  if [ -z "${KAFKA_BOOTSTRAP_SERVERS:-}" ]; then
+    # Resolves the broker jars once (mvn, ~45 MB); later runs find them in .cache/kafka/.
+    "$ADR_VENV/bin/python" -c 'import stack; stack.kafka_lib_dir()' ||
+      _die "could not provision the Kafka broker jars (see above)"
+  fi
+  export PATH="$ADR_VENV/bin:$PATH"
+}
