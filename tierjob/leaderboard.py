@@ -1,0 +1,147 @@
+"""`adr leaderboard`: the live leaderboard from Redis, for people (tables) and scripts (--json).
+
+stdout carries the data, stderr the errors. Exit status: 0 ok, 1 player not found (or, for
+`around`, not placed yet), 2 usage, 3 Redis unreachable or its state unreadable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+from collections.abc import Sequence
+
+import redis
+
+from tierjob._errors import TierJobError
+from tierjob.board import Board, Entry, PlayerNotFound, TierTable
+from tierjob.config import DEFAULT_REDIS_URL, add_param_argument, params_from_args
+
+EXIT_OK = 0
+EXIT_NOT_FOUND = 1
+EXIT_USAGE = 2
+EXIT_REDIS = 3
+
+_EPILOG = "exit status: 0 ok, 1 player not found / not placed, 2 usage, 3 Redis error"
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, got {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {value}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.epilog = _EPILOG
+    parser.add_argument(
+        "--redis-url", default=None, help=f"(env REDIS_URL; default {DEFAULT_REDIS_URL})"
+    )
+    parser.add_argument("--namespace", default=None, help="(env ADR_NAMESPACE; default adr)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    add_param_argument(parser)
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    actions.required = True
+
+    def action(name: str, help_text: str) -> argparse.ArgumentParser:
+        sp = actions.add_parser(name, help=help_text, description=help_text, epilog=_EPILOG)
+        sp.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+        return sp
+
+    action("top", "the N best placed players").add_argument("n", type=_positive, metavar="N")
+    action("rank", "one player's rank, μ and tier").add_argument("player", metavar="PLAYER")
+    around = action("around", "the placed players within K ranks of PLAYER")
+    around.add_argument("player", metavar="PLAYER")
+    around.add_argument("k", type=_non_negative, metavar="K")
+    action("tiers", "placed players per tier against the target shares")
+
+
+def run(args: argparse.Namespace) -> int:
+    url = args.redis_url or os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL
+    namespace = args.namespace or os.environ.get("ADR_NAMESPACE") or "adr"
+    try:
+        params = params_from_args(args, os.environ)
+    except TierJobError as exc:
+        print(f"adr leaderboard: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    client = redis.Redis.from_url(url)
+    board = Board(client, namespace)
+    try:
+        if args.action == "top":
+            data: object = board.top(args.n)
+        elif args.action == "rank":
+            data = board.rank(args.player)
+        elif args.action == "around":
+            data = board.around(args.player, args.k)
+        else:
+            data = board.tiers(params.tier_shares)
+    except PlayerNotFound as exc:
+        print(f"adr leaderboard: {exc}", file=sys.stderr)
+        return EXIT_NOT_FOUND
+    except (redis.RedisError, TierJobError, ValueError) as exc:
+        print(f"adr leaderboard: {exc}", file=sys.stderr)
+        return EXIT_REDIS
+    finally:
+        client.close()
+    if args.json:
+        print(json.dumps(_jsonable(data)))
+    else:
+        print("\n".join(_table(data)))
+    return EXIT_OK
+
+
+def _jsonable(data: object) -> object:
+    if isinstance(data, list):
+        return [dataclasses.asdict(e) for e in data]
+    return dataclasses.asdict(data)  # type: ignore[call-overload]
+
+
+def _table(data: object) -> list[str]:
+    if isinstance(data, TierTable):
+        return _tier_table(data)
+    entries: list[Entry] = data if isinstance(data, list) else [data]  # type: ignore[list-item]
+    return _entry_table(entries)
+
+
+def _entry_table(entries: Sequence[Entry]) -> list[str]:
+    rows = [("RANK", "PLAYER", "MU", "TIER")]
+    rows += [
+        (
+            "-" if e.rank is None else str(e.rank),
+            e.player,
+            f"{e.mu:.2f}",
+            e.tier or "No Tier",
+        )
+        for e in entries
+    ]
+    return _aligned(rows, right={0, 2})
+
+
+def _tier_table(table: TierTable) -> list[str]:
+    rows = [("TIER", "PLAYERS", "SHARE", "TARGET")]
+    rows += [
+        (r.tier, str(r.players), f"{r.share:.2%}", f"{r.target_share:.2%}") for r in table.rows
+    ]
+    lines = _aligned(rows, right={1, 2, 3})
+    lines.append(f"placed {table.placed} of {table.tracked} tracked players")
+    return lines
+
+
+def _aligned(rows: Sequence[Sequence[str]], right: set[int]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(
+            cell.rjust(widths[i]) if i in right else cell.ljust(widths[i])
+            for i, cell in enumerate(row)
+        ).rstrip()
+        for row in rows
+    ]
