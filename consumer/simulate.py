@@ -303,7 +303,8 @@ def _producer(bootstrap: str, topic: str, partitions: int, compression: str) -> 
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     kafka_log = logging.getLogger("adr.simulate.kafka")  # librdkafka's logs as JSON lines too
-    admin = AdminClient({"bootstrap.servers": bootstrap, "logger": kafka_log})
+    admin_conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": kafka_log}
+    admin = AdminClient(admin_conf)
     if topic not in admin.list_topics(timeout=10).topics:
         futures = admin.create_topics([NewTopic(topic, num_partitions=partitions)])
         try:
