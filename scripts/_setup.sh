@@ -80,12 +80,17 @@ adr_setup() {
     "$python" -m venv "$ADR_VENV" || _die "could not create $ADR_VENV"
   fi
   # Reinstall only when the dependency declarations change (the install is editable).
-  want="$(cat "$ADR_ROOT/pyproject.toml" "$ADR_ROOT/constraints.txt" 2>/dev/null | cksum)"
+  want="$(cksum "$ADR_ROOT/pyproject.toml" | cut -d' ' -f1,2)"
+  if [ -f "$ADR_ROOT/constraints.txt" ]; then
+    want="$want $(cksum "$ADR_ROOT/constraints.txt" | cut -d' ' -f1,2)"
+  fi
   stamp="$ADR_VENV/.adr-installed"
   if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     _log "installing adr-stream and its dev dependencies into $ADR_VENV"
     local constraints=()
-    [ -f "$ADR_ROOT/constraints.txt" ] && constraints=(-c "$ADR_ROOT/constraints.txt")
+    if [ -f "$ADR_ROOT/constraints.txt" ]; then
+      constraints=(-c "$ADR_ROOT/constraints.txt")
+    fi
     "$ADR_VENV/bin/python" -m pip install -q --upgrade pip >/dev/null ||
       _die "could not upgrade pip"
     "$ADR_VENV/bin/python" -m pip install -q -e "$ADR_ROOT[dev]" "${constraints[@]}" ||
