@@ -1,0 +1,192 @@
+"""Rate one batch of decoded kill events against the state read for it (pure: no I/O).
+
+The consumer's functional core: given what Redis held when the batch was read (`View`), apply
+each event with the engine in order and describe the one atomic write (`Plan`) that makes Redis
+hold the result. Nothing here talks to Redis or Kafka.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from typing import Final
+
+from consumer._keys import Keys
+from consumer._redis_codec import encode_player, tier_label
+from engine import (
+    Params,
+    PlayerState,
+    Snapshot,
+    activity_time,
+    is_active,
+    is_duplicate,
+    new_player,
+    rate_kill,
+    sigma_units,
+)
+from schemas import KillEvent, encode_rating_change, rating_change
+
+_LIMB_BITS: Final = 32
+_LIMB_MASK: Final = (1 << _LIMB_BITS) - 1
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Accepted:
+    """A decoded kill event and where it came from."""
+
+    partition: int
+    offset: int
+    event: KillEvent
+
+
+@dataclasses.dataclass(slots=True)
+class View:
+    """What Redis held when the batch was read."""
+
+    players: dict[str, tuple[PlayerState | None, int]]
+    """player id -> (stored state or None if new, ver)."""
+    cooldowns: dict[str, int | None]
+    """cooldown key -> last counted ts of that ordered pair (None: none within the window)."""
+    sigma_units_total: int
+    """S: the exact σ-sum in units of 2**-k."""
+    player_count: int
+    """P: tracked players."""
+    offsets: dict[int, int | None]
+    """partition -> next offset to apply (None: nothing applied yet)."""
+    snapshot: Snapshot
+
+
+@dataclasses.dataclass(slots=True)
+class Plan:
+    """One batch's atomic write: what to check (compare-and-set) and what to write."""
+
+    player_checks: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    cooldown_checks: list[tuple[str, int | None]] = dataclasses.field(default_factory=list)
+    offset_checks: list[tuple[int, int | None]] = dataclasses.field(default_factory=list)
+    players: list[tuple[str, list[str | bytes]]] = dataclasses.field(default_factory=list)
+    leaderboard: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    activity: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    active_mu: list[tuple[str, str]] = dataclasses.field(default_factory=list)
+    inactive: list[str] = dataclasses.field(default_factory=list)
+    tier_counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    count_delta: int = 0
+    sigma_hi_delta: int = 0
+    sigma_lo_delta: int = 0
+    cooldowns: list[tuple[str, int]] = dataclasses.field(default_factory=list)
+    offsets: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    outbox: list[tuple[str, bytes]] = dataclasses.field(default_factory=list)
+    """(player, encoded rating change) in emission order."""
+    counted: int = 0
+    duplicates: int = 0
+    already_applied: int = 0
+    counted_ts: list[int] = dataclasses.field(default_factory=list)
+
+
+def rate_batch(
+    events: list[Accepted],
+    batch_offsets: dict[int, int],
+    view: View,
+    keys: Keys,
+    params: Params,
+) -> Plan:
+    """Apply `events` in order on top of `view`; `batch_offsets` = partition -> next offset."""
+    plan = Plan()
+    states: dict[str, PlayerState] = {}
+    cooldowns = dict(view.cooldowns)
+    touched_pairs: dict[str, int] = {}
+    total = view.sigma_units_total
+    count = view.player_count
+    new_units = sigma_units(params.sigma0, params)
+    for item in events:
+        applied_to = view.offsets.get(item.partition)
+        if applied_to is not None and item.offset < applied_to:
+            plan.already_applied += 1  # another instance applied it first (rebalance)
+            continue
+        ev = item.event
+        pair = keys.cooldown(ev.attacker, ev.victim)
+        if is_duplicate(cooldowns.get(pair), ev.ts, params):  # §2.1
+            plan.duplicates += 1
+            continue
+        before: list[PlayerState] = []
+        for player in (ev.attacker, ev.victim):
+            state = states.get(player)
+            if state is None:
+                state = view.players[player][0]
+                if state is None:  # adr-reading step 4: joins P with σ0
+                    state = new_player(params)
+                    count += 1
+                    total += new_units
+                states[player] = state
+            before.append(state)
+        a, b = before
+        outcome = rate_kill(a, b, ev.ts, total, count, view.snapshot, params)
+        total += outcome.sigma_units_delta
+        states[ev.attacker] = outcome.attacker
+        states[ev.victim] = outcome.victim
+        cooldowns[pair] = ev.ts
+        touched_pairs[pair] = ev.ts
+        plan.counted += 1
+        plan.counted_ts.append(ev.ts)
+        for role, old, new, player in (
+            ("attacker", a, outcome.attacker, ev.attacker),
+            ("victim", b, outcome.victim, ev.victim),
+        ):
+            change = rating_change(
+                player=player,
+                role=role,
+                arena=ev.arena,
+                source_id=ev.id,
+                ts=ev.ts,
+                mu_before=old.mu,
+                mu_after=new.mu,
+                sigma_after=new.sigma,
+                tier_before=tier_label(old.tier) or None,
+                tier_after=tier_label(new.tier) or None,
+            )
+            plan.outbox.append((player, encode_rating_change(change)))
+
+    _plan_players(plan, states, view, keys, params)
+    plan.count_delta = count - view.player_count
+    for pair in touched_pairs:
+        plan.cooldown_checks.append((pair, view.cooldowns.get(pair)))
+    plan.cooldowns = list(touched_pairs.items())
+    for partition, next_offset in batch_offsets.items():
+        stored = view.offsets.get(partition)
+        plan.offset_checks.append((partition, stored))
+        plan.offsets.append((partition, max(next_offset, stored or 0)))
+    return plan
+
+
+def _plan_players(
+    plan: Plan, states: dict[str, PlayerState], view: View, keys: Keys, params: Params
+) -> None:
+    """Hashes, ranks, tier counts and σ-limb deltas of every player the batch changed."""
+    tier_counts: Counter[str] = Counter()
+    for player, state in states.items():
+        old, ver = view.players[player]
+        if old is state:
+            continue  # read for the batch but its only events were duplicates
+        key = keys.player(player)
+        plan.player_checks.append((key, ver))
+        plan.players.append((key, encode_player(state, ver + 1)))
+        mu = repr(state.mu)
+        if state.tier:
+            plan.leaderboard.append((mu, player))
+        if old is None or old.tier != state.tier:
+            if old is not None and old.tier:
+                tier_counts[tier_label(old.tier)] -= 1
+            if state.tier:
+                tier_counts[tier_label(state.tier)] += 1
+        since = activity_time(state, params)
+        if since is not None:
+            plan.activity.append((str(since), player))
+            assert state.last_ts is not None
+            if is_active(state, state.last_ts, params):
+                plan.active_mu.append((mu, player))
+            else:
+                plan.inactive.append(player)
+        new_units = sigma_units(state.sigma, params)
+        old_units = 0 if old is None else sigma_units(old.sigma, params)
+        plan.sigma_hi_delta += (new_units >> _LIMB_BITS) - (old_units >> _LIMB_BITS)
+        plan.sigma_lo_delta += (new_units & _LIMB_MASK) - (old_units & _LIMB_MASK)
+    plan.tier_counts = {label: d for label, d in tier_counts.items() if d}

@@ -1,0 +1,125 @@
+"""The consumer's Prometheus metrics (names per docs/design.md) and /metrics /healthz /readyz."""
+
+from __future__ import annotations
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Final
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+
+_LATENCY_BUCKETS: Final = (
+    0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0,
+    30.0, 60.0,
+)  # fmt: skip
+_SIZE_BUCKETS: Final = (1, 10, 50, 100, 250, 500, 1000, 2000, 5000, 10000)
+_STALL_AFTER_S: Final = 60.0
+"""/healthz fails when the main loop has not ticked for this long."""
+
+
+class Metrics:
+    """One registry per consumer process (tests can run several side by side)."""
+
+    def __init__(self) -> None:
+        r = self.registry = CollectorRegistry()
+        self.consumed = Counter("adr_events_consumed", "kill events read from Kafka", registry=r)
+        self.counted = Counter("adr_events_counted", "kill events rated and applied", registry=r)
+        self.duplicate = Counter(
+            "adr_events_duplicate", "kill events dropped by the cooldown (§2.1)", registry=r
+        )
+        self.dead_lettered = Counter(
+            "adr_events_dead_lettered",
+            "kill events sent to the dead-letter topic",
+            ["reason"],
+            registry=r,
+        )
+        self.batch_size = Histogram(
+            "adr_batch_size", "messages per batch", buckets=_SIZE_BUCKETS, registry=r
+        )
+        self.batch_duration = Histogram(
+            "adr_batch_duration_seconds",
+            "decode to atomic write, per batch",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.event_to_commit = Histogram(
+            "adr_event_to_commit_seconds",
+            "event time (ts) to the atomic Redis write that applied it",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.lag = Gauge("adr_consumer_lag", "high watermark - position", ["partition"], registry=r)
+        self.redis_write = Histogram(
+            "adr_redis_write_seconds",
+            "one atomic batch write",
+            buckets=_LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.conflicts = Counter(
+            "adr_redis_conflict_retries",
+            "batches recomputed because another instance changed a player, pair or offset",
+            registry=r,
+        )
+        self.outbox_backlog = Gauge(
+            "adr_outbox_backlog", "rating-change events not yet relayed", registry=r
+        )
+        self.rebalances = Counter("adr_rebalances", "partition assignments", registry=r)
+        self.swallowed = Counter(
+            "adr_errors_swallowed", "errors handled by retrying or skipping", ["where"], registry=r
+        )
+        self.last_tick = time.monotonic()
+        self.ready_flags: dict[str, bool] = {"assigned": False, "redis": False, "broker": False}
+
+    def tick(self) -> None:
+        self.last_tick = time.monotonic()
+
+    def healthy(self) -> bool:
+        return time.monotonic() - self.last_tick < _STALL_AFTER_S
+
+    def ready(self) -> bool:
+        return all(self.ready_flags.values())
+
+
+def serve(metrics: Metrics, host: str, port: int) -> ThreadingHTTPServer:
+    """Start /metrics, /healthz, /readyz on a daemon thread; port 0 picks a free one."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                body, ctype, code = generate_latest(metrics.registry), CONTENT_TYPE_LATEST, 200
+            elif path == "/healthz":
+                ok = metrics.healthy()
+                body, ctype, code = (
+                    (b"ok\n" if ok else b"stalled\n"),
+                    "text/plain",
+                    200 if ok else 503,
+                )
+            elif path == "/readyz":
+                ok = metrics.ready()
+                detail = " ".join(f"{k}={int(v)}" for k, v in metrics.ready_flags.items())
+                body = f"{'ready' if ok else 'not ready'} {detail}\n".encode()
+                ctype, code = "text/plain", 200 if ok else 503
+            else:
+                body, ctype, code = b"not found\n", "text/plain", 404
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass  # scrapes every few seconds would flood the JSON log
+
+    server = ThreadingHTTPServer((host, port), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
+    return server

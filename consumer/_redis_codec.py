@@ -1,0 +1,93 @@
+"""PlayerState <-> the fields of its Redis hash (floats as repr, window/recent as msgpack)."""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from engine import TIER_LABELS, PlayerState
+
+FIELDS: Final = (
+    "mu",
+    "sigma",
+    "streak",
+    "phi",
+    "pool",
+    "n",
+    "last_ts",
+    "tier",
+    "h_up",
+    "h_down",
+    "window",
+    "recent",
+    "ver",
+)
+"""The hash's fields, in the order HMGET returns them; `ver` counts writes (compare-and-set)."""
+
+_TIER_BY_LABEL: Final = {label.encode(): k for k, label in enumerate(TIER_LABELS, start=1)}
+_LABEL_BY_TIER: Final = ("", *TIER_LABELS)
+_WINDOW_DECODER: Final = msgspec.msgpack.Decoder(tuple[float, ...])
+_RECENT_DECODER: Final = msgspec.msgpack.Decoder(tuple[int, ...])
+_ENCODER: Final = msgspec.msgpack.Encoder()
+
+
+def tier_label(tier: int) -> str:
+    """'1H'..'5L' for a placed tier index, '' for unplaced (0)."""
+    return _LABEL_BY_TIER[tier]
+
+
+def decode_player(values: list[bytes | None]) -> tuple[PlayerState, int] | None:
+    """(state, ver) from HMGET FIELDS, or None when the player has no hash yet."""
+    if values[0] is None:
+        return None
+    (mu, sigma, streak, phi, pool, n, last_ts, tier, h_up, h_down, window, recent, ver) = values
+    assert sigma is not None and streak is not None and phi is not None and pool is not None
+    assert n is not None and h_up is not None and h_down is not None and ver is not None
+    state = PlayerState(
+        mu=float(mu),
+        sigma=float(sigma),
+        streak=int(streak),
+        phi=float(phi),
+        pool=float(pool),
+        n=int(n),
+        last_ts=int(last_ts) if last_ts else None,
+        tier=_TIER_BY_LABEL[tier] if tier else 0,
+        h_up=float(h_up),
+        h_down=float(h_down),
+        window=_WINDOW_DECODER.decode(window) if window else (),
+        recent=_RECENT_DECODER.decode(recent) if recent else (),
+    )
+    return state, int(ver)
+
+
+def encode_player(state: PlayerState, ver: int) -> list[str | bytes]:
+    """The flat `field, value, ...` list HSET writes for `state` at version `ver`."""
+    return [
+        "mu",
+        repr(state.mu),
+        "sigma",
+        repr(state.sigma),
+        "streak",
+        str(state.streak),
+        "phi",
+        repr(state.phi),
+        "pool",
+        repr(state.pool),
+        "n",
+        str(state.n),
+        "last_ts",
+        "" if state.last_ts is None else str(state.last_ts),
+        "tier",
+        _LABEL_BY_TIER[state.tier],
+        "h_up",
+        repr(state.h_up),
+        "h_down",
+        repr(state.h_down),
+        "window",
+        _ENCODER.encode([float(x) for x in state.window]),
+        "recent",
+        _ENCODER.encode(list(state.recent)),
+        "ver",
+        str(ver),
+    ]

@@ -1,0 +1,33 @@
+"""`adr consume`: flags and entry point (see consumer.pipeline for the work)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from consumer import _log
+from consumer._errors import ConsumerError
+from consumer.config import add_arguments as _add_config_arguments
+from consumer.config import from_args
+from engine import ParamError, Params
+
+EXIT_CONFIG = 2
+log = logging.getLogger("adr.consumer")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_config_arguments(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    _log.setup()
+    try:
+        config = from_args(args)
+        params = Params.from_overrides(dict(config.params))
+    except (ConsumerError, ParamError) as exc:
+        log.error("bad configuration", extra={"error": str(exc)})
+        return EXIT_CONFIG
+    from consumer.pipeline import Pipeline  # imports the Kafka client only when running
+
+    Pipeline(config, params).run()
+    return 0

@@ -1,0 +1,117 @@
+"""`consumer.Config`: one typed object for `adr consume`, from ADR_* environment and flags."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import socket
+from collections.abc import Mapping
+
+from consumer._errors import ConsumerError
+
+DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Config:
+    """Everything `adr consume` needs; engine parameters stay in `engine.Params` (`params`)."""
+
+    bootstrap_servers: str = DEFAULT_BOOTSTRAP
+    redis_url: str = DEFAULT_REDIS_URL
+    namespace: str = "adr"
+    topic: str = "kill-events"
+    group: str = "adr-consumer"
+    rating_topic: str = "rating-changes"
+    dlq_topic: str = "kill-events-dlq"
+    batch_size: int = 1000
+    batch_wait_ms: int = 50
+    """How long one read waits for a batch to fill; bounds the latency a quiet topic adds."""
+    max_age_ms: int = 3_600_000
+    max_future_ms: int = 60_000
+    metrics_port: int = 9108
+    metrics_host: str = "0.0.0.0"
+    relay_batch: int = 5000
+    outbox_claim_idle_ms: int = 10_000
+    """An outbox entry read by a relay that then died is re-sent after this long."""
+    backoff_initial_s: float = 0.1
+    backoff_max_s: float = 5.0
+    instance_id: str = dataclasses.field(
+        default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}"
+    )
+    params: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Engine parameter overrides (`--param NAME=VALUE`), checked by engine.Params."""
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1 or self.relay_batch < 1:
+            raise ConsumerError("batch sizes must be >= 1")
+        if self.batch_wait_ms < 0 or self.max_age_ms < 0 or self.max_future_ms < 0:
+            raise ConsumerError("durations must be >= 0")
+        if not self.namespace or "{" in self.namespace or "}" in self.namespace:
+            raise ConsumerError(f"bad namespace {self.namespace!r}")
+
+
+# flag dest -> (environment variable, type)
+_ENV: dict[str, tuple[str, type]] = {
+    "bootstrap_servers": ("KAFKA_BOOTSTRAP_SERVERS", str),
+    "redis_url": ("REDIS_URL", str),
+    "namespace": ("ADR_NAMESPACE", str),
+    "topic": ("ADR_TOPIC", str),
+    "group": ("ADR_GROUP", str),
+    "rating_topic": ("ADR_RATING_TOPIC", str),
+    "dlq_topic": ("ADR_DLQ_TOPIC", str),
+    "batch_size": ("ADR_BATCH_SIZE", int),
+    "batch_wait_ms": ("ADR_BATCH_WAIT_MS", int),
+    "max_age_ms": ("ADR_MAX_AGE_MS", int),
+    "max_future_ms": ("ADR_MAX_FUTURE_MS", int),
+    "metrics_port": ("ADR_METRICS_PORT", int),
+    "metrics_host": ("ADR_METRICS_HOST", str),
+    "relay_batch": ("ADR_RELAY_BATCH", int),
+    "outbox_claim_idle_ms": ("ADR_OUTBOX_CLAIM_IDLE_MS", int),
+    "instance_id": ("ADR_INSTANCE_ID", str),
+}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags of `adr consume`; each defaults to its environment variable, then Config's."""
+    defaults = Config()
+    for dest, (env, typ) in _ENV.items():
+        flag = "--" + dest.replace("_", "-")
+        shown = "hostname-pid" if dest == "instance_id" else getattr(defaults, dest)
+        parser.add_argument(
+            flag, dest=dest, type=typ, default=None, help=f"(env {env}; default {shown})"
+        )
+    parser.add_argument(
+        "--param",
+        dest="param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override an engine parameter (repeatable; env ADR_PARAMS='a=1,b=2')",
+    )
+
+
+def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Config:
+    """Config from parsed flags over environment variables over defaults."""
+    env = os.environ if environ is None else environ
+    values: dict[str, object] = {}
+    for dest, (var, typ) in _ENV.items():
+        flag_value = getattr(args, dest, None)
+        if flag_value is not None:
+            values[dest] = flag_value
+        elif var in env:
+            try:
+                values[dest] = typ(env[var])
+            except ValueError as exc:
+                raise ConsumerError(f"bad {var}={env[var]!r}: {exc}") from exc
+    overrides = [p for p in env.get("ADR_PARAMS", "").split(",") if p.strip()]
+    overrides += list(getattr(args, "param", []) or [])
+    params: dict[str, str] = {}
+    for item in overrides:
+        name, sep, value = item.partition("=")
+        if not sep:
+            raise ConsumerError(f"--param wants NAME=VALUE, got {item!r}")
+        params[name.strip()] = value.strip()
+    values["params"] = params
+    return Config(**values)  # type: ignore[arg-type]

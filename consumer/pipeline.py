@@ -1,0 +1,342 @@
+"""`adr consume`: read → decode/validate → dedup → rate → write (atomic) → emit → commit.
+
+The stages of one batch are the methods of `Pipeline.process`, in that order. Redis holds the
+truth (state, ranks, σ-sum, cooldowns, outbox and each partition's next offset, all written by one
+script); Kafka's committed offsets only feed lag dashboards. Guarantees and their limits are in
+docs/consumer.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import time
+from collections.abc import Callable
+from types import FrameType
+from typing import Final, TypeVar
+
+import redis
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    Message,
+    Producer,
+    TopicPartition,
+)
+
+from consumer._batch import Accepted, Plan, rate_batch
+from consumer._keys import Keys
+from consumer._metrics import Metrics, serve
+from consumer._relay import Relay
+from consumer._store import Conflict, Store
+from consumer.config import Config
+from engine import Params
+from schemas import Limits, SchemaError, decode_kill_event
+
+log = logging.getLogger("adr.consumer")
+T = TypeVar("T")
+
+_REDIS_DOWN: Final = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
+_LAG_EVERY_S: Final = 1.0
+_DRAIN_TIMEOUT_S: Final = 30.0
+
+
+class Pipeline:
+    """One consumer instance: a Kafka group member that applies its partitions to Redis."""
+
+    def __init__(self, config: Config, params: Params, metrics: Metrics | None = None) -> None:
+        self.config = config
+        self.params = params
+        self.metrics = metrics or Metrics()
+        self.keys = Keys(config.namespace)
+        self.limits = Limits(max_age_ms=config.max_age_ms, max_future_ms=config.max_future_ms)
+        self.redis = redis.Redis.from_url(
+            config.redis_url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=5
+        )
+        self.store = Store(self.redis, self.keys, config.topic, params)
+        self.kafka = Consumer(
+            {
+                "bootstrap.servers": config.bootstrap_servers,
+                "group.id": config.group,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "enable.partition.eof": False,
+                "error_cb": self._on_kafka_error,
+                "fetch.wait.max.ms": max(1, min(config.batch_wait_ms, 100)),
+                "max.poll.interval.ms": 300_000,
+            }
+        )
+        self.producer = Producer(
+            {
+                "bootstrap.servers": config.bootstrap_servers,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+                "message.timeout.ms": 0,  # never give up: the outbox entry waits meanwhile
+                "error_cb": self._on_kafka_error,
+            }
+        )
+        self.relay = Relay(
+            self.redis,
+            self.producer,
+            self.keys.outbox,
+            config.rating_topic,
+            config.instance_id,
+            config.relay_batch,
+            config.outbox_claim_idle_ms,
+            self.metrics,
+        )
+        self.assigned: set[int] = set()
+        self.positions: dict[int, int] = {}
+        self._stopping = False
+        self._next_lag = 0.0
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def run(self, serve_metrics: bool = True, signals: bool = True) -> None:
+        """Consume until SIGTERM/SIGINT, then finish the batch, flush, commit, leave the group."""
+        if serve_metrics:
+            serve(self.metrics, self.config.metrics_host, self.config.metrics_port)
+        if signals:
+            self._install_signals()
+        self.kafka.subscribe(
+            [self.config.topic], on_assign=self._on_assign, on_revoke=self._on_revoke
+        )
+        log.info("consumer started", extra={"config": self.config.__repr__()})
+        try:
+            while not self._stopping:
+                self.metrics.tick()
+                messages = self.kafka.consume(
+                    self.config.batch_size, self.config.batch_wait_ms / 1000
+                )
+                if messages:
+                    self.process(messages)
+                self._retry(self.relay.pump, "relay")
+                self._report_lag()
+        finally:
+            self._shutdown()
+
+    def request_stop(self) -> None:
+        """Stop after the current batch (what SIGTERM does)."""
+        self._stopping = True
+
+    def process(self, messages: list[Message]) -> None:
+        """One batch through every stage; returns once Redis holds its effect."""
+        started = time.perf_counter()
+        good = self._keep_data(messages)
+        if not good:
+            return
+        accepted, rejected = self._decode(good)
+        self._dead_letter(rejected)
+        next_offsets = {m.partition(): m.offset() + 1 for m in good}  # type: ignore[operator]
+        plan = self._retry(lambda: self._rate_and_write(accepted, next_offsets), "write")
+        for partition, offset in next_offsets.items():
+            self.positions[partition] = offset
+        self._commit(next_offsets)
+        self._observe(len(good), plan, started)
+
+    # -- stages -------------------------------------------------------------------------------
+
+    def _keep_data(self, messages: list[Message]) -> list[Message]:
+        """Drop (and count) transport errors; what remains are records of our partitions."""
+        good: list[Message] = []
+        for m in messages:
+            err = m.error()
+            if err is None:
+                good.append(m)
+            else:
+                self.metrics.swallowed.labels("kafka_consume").inc()
+                log.warning("kafka consume error", extra={"error": str(err)})
+        if good:
+            self.metrics.ready_flags["broker"] = True
+        return good
+
+    def _decode(self, messages: list[Message]) -> tuple[list[Accepted], list[tuple[Message, str]]]:
+        """Typed kill events, and the messages that are not (with their reason)."""
+        now_ms = time.time_ns() // 1_000_000
+        accepted: list[Accepted] = []
+        rejected: list[tuple[Message, str]] = []
+        limits = self.limits
+        for m in messages:
+            try:
+                event = decode_kill_event(m.value() or b"", now_ms, limits)
+            except SchemaError as exc:
+                rejected.append((m, exc.reason.value))
+                continue
+            accepted.append(Accepted(m.partition(), m.offset(), event))  # type: ignore[arg-type]
+        return accepted, rejected
+
+    def _dead_letter(self, rejected: list[tuple[Message, str]]) -> None:
+        """Send each rejected message, bytes untouched, to the DLQ and wait until Kafka has it.
+
+        The flush comes before the write that moves the offsets past these messages, so a crash
+        in between re-sends them: the dead-letter topic may hold a duplicate, never a gap.
+        """
+        if not rejected:
+            return
+        for m, reason in rejected:
+            headers = [
+                ("reason", reason.encode()),
+                ("source_topic", (m.topic() or "").encode()),
+                ("source_partition", str(m.partition()).encode()),
+                ("source_offset", str(m.offset()).encode()),
+            ]
+            while True:
+                try:
+                    self.producer.produce(
+                        self.config.dlq_topic, value=m.value(), key=m.key(), headers=headers
+                    )
+                    break
+                except BufferError:
+                    self.producer.poll(0.1)
+            self.metrics.dead_lettered.labels(reason).inc()
+        while self.producer.flush(10) > 0:
+            log.warning(
+                "dead-letter topic not reachable, retrying", extra={"pending": len(self.producer)}
+            )
+
+    def _rate_and_write(self, accepted: list[Accepted], next_offsets: dict[int, int]) -> Plan:
+        """Dedup and rate on a fresh read; redo on a concurrent change, until the write holds."""
+        events = [a.event for a in accepted]
+        players = list(dict.fromkeys(p for e in events for p in (e.attacker, e.victim)))
+        pairs = list(dict.fromkeys(self.keys.cooldown(e.attacker, e.victim) for e in events))
+        partitions = list(next_offsets)
+        while True:
+            view = self.store.read_view(players, pairs, partitions)
+            plan = rate_batch(accepted, next_offsets, view, self.keys, self.params)
+            write_started = time.perf_counter()
+            try:
+                self.store.write(plan, self.params.cooldown_ms, self.config.max_age_ms)
+            except Conflict as exc:
+                self.metrics.conflicts.inc()
+                log.info("concurrent change, recomputing batch", extra={"what": exc.what})
+                continue
+            self.metrics.redis_write.observe(time.perf_counter() - write_started)
+            self.metrics.ready_flags["redis"] = True
+            return plan
+
+    def _commit(self, next_offsets: dict[int, int]) -> None:
+        """Kafka's group offsets follow Redis (for lag dashboards); Redis stays the truth."""
+        tps = [TopicPartition(self.config.topic, p, o) for p, o in next_offsets.items()]
+        try:
+            self.kafka.commit(offsets=tps, asynchronous=True)
+        except Exception as exc:
+            self.metrics.swallowed.labels("kafka_commit").inc()
+            log.warning("kafka commit failed", extra={"error": str(exc)})
+
+    def _observe(self, size: int, plan: Plan, started: float) -> None:
+        m = self.metrics
+        m.consumed.inc(size)
+        m.counted.inc(plan.counted)
+        m.duplicate.inc(plan.duplicates)
+        m.batch_size.observe(size)
+        m.batch_duration.observe(time.perf_counter() - started)
+        now_ms = time.time_ns() // 1_000_000
+        observe = m.event_to_commit.observe
+        for ts in plan.counted_ts:
+            observe(max(0, now_ms - ts) / 1000)
+
+    # -- rebalance, lag, shutdown -------------------------------------------------------------
+
+    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        """Start each partition where Redis says the state is, not where Kafka's group says."""
+        stored = self._retry(
+            lambda: self.store.read_offsets([tp.partition for tp in partitions]), "read offsets"
+        )
+        for tp in partitions:
+            offset = stored.get(tp.partition)
+            tp.offset = OFFSET_BEGINNING if offset is None else offset
+        consumer.assign(partitions)
+        self.assigned = {tp.partition for tp in partitions}
+        self.metrics.rebalances.inc()
+        self.metrics.ready_flags["assigned"] = True
+        self.metrics.ready_flags["broker"] = True
+        log.info(
+            "partitions assigned",
+            extra={"partitions": {tp.partition: tp.offset for tp in partitions}},
+        )
+
+    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        log.info("partitions revoked", extra={"partitions": [tp.partition for tp in partitions]})
+        consumer.unassign()
+        for tp in partitions:
+            self.assigned.discard(tp.partition)
+            self.positions.pop(tp.partition, None)
+            with contextlib.suppress(KeyError):  # never reported
+                self.metrics.lag.remove(str(tp.partition))
+
+    def _report_lag(self) -> None:
+        now = time.monotonic()
+        if now < self._next_lag:
+            return
+        self._next_lag = now + _LAG_EVERY_S
+        for partition in self.assigned:
+            position = self.positions.get(partition)
+            if position is None:
+                continue
+            try:
+                _low, high = self.kafka.get_watermark_offsets(
+                    TopicPartition(self.config.topic, partition), cached=True
+                )
+            except Exception:
+                continue
+            if high >= 0:
+                self.metrics.lag.labels(str(partition)).set(max(0, high - position))
+        try:
+            self.metrics.outbox_backlog.set(self.relay.backlog())
+        except redis.RedisError:
+            self.metrics.swallowed.labels("outbox_backlog").inc()
+
+    def _on_kafka_error(self, err: KafkaError) -> None:
+        if err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
+            self.metrics.ready_flags["broker"] = False
+        self.metrics.swallowed.labels("kafka").inc()
+        log.warning("kafka client error (retrying)", extra={"error": str(err)})
+
+    def _install_signals(self) -> None:
+        def stop(signum: int, _frame: FrameType | None) -> None:
+            if self._stopping:
+                raise KeyboardInterrupt  # a second signal: give up the graceful path
+            log.info("stopping after this batch", extra={"signal": signum})
+            self._stopping = True
+
+        signal.signal(signal.SIGTERM, stop)
+        signal.signal(signal.SIGINT, stop)
+
+    def _shutdown(self) -> None:
+        """Flush the relay, commit, leave the group (each step best effort on the way out)."""
+        try:
+            self._retry(self.relay.pump, "relay", give_up_s=_DRAIN_TIMEOUT_S)
+            self._retry(
+                lambda: self.relay.drain(_DRAIN_TIMEOUT_S), "relay", give_up_s=_DRAIN_TIMEOUT_S
+            )
+        except Exception as exc:
+            log.warning("outbox not fully relayed at exit", extra={"error": str(exc)})
+        self.producer.flush(5)
+        self.kafka.close()  # commits nothing more (auto commit off), leaves the group
+        self.redis.close()
+        log.info("consumer stopped")
+
+    # -- retries ------------------------------------------------------------------------------
+
+    def _retry(self, action: Callable[[], T], what: str, give_up_s: float | None = None) -> T:
+        """Run `action`, retrying with exponential backoff while Redis is unreachable."""
+        delay = self.config.backoff_initial_s
+        deadline = None if give_up_s is None else time.monotonic() + give_up_s
+        while True:
+            try:
+                return action()
+            except _REDIS_DOWN as exc:
+                self.metrics.ready_flags["redis"] = False
+                self.metrics.swallowed.labels("redis_" + what.replace(" ", "_")).inc()
+                if deadline is not None and time.monotonic() > deadline:
+                    raise
+                log.warning(
+                    "redis unavailable, retrying",
+                    extra={"during": what, "retry_in_s": delay, "error": str(exc)},
+                )
+                time.sleep(delay)
+                self.metrics.tick()
+                delay = min(delay * 2, self.config.backoff_max_s)

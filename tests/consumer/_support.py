@@ -1,0 +1,282 @@
+"""Helpers of the consumer tests: a seeded event stream, Kafka I/O, Redis state, the replay."""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import redis
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from consumer._keys import Keys
+from consumer._redis_codec import FIELDS, decode_player
+from consumer.config import Config
+from consumer.pipeline import Pipeline
+from engine import Params, PlayerState, RatingBook, Snapshot, sigma_units
+from schemas import KillEvent, encode_kill_event, kill_event
+
+REL_TOL = 1e-9
+SNAPSHOT = Snapshot(
+    taken_at=None,
+    mean_mu_active=1012.5,
+    boundaries=tuple(1400.0 - 25.0 * k for k in range(14)),
+    active_count=500,
+)
+"""A fixed published snapshot (boundaries let players get placed, μ̄_A ≠ μ0 exercises decay)."""
+
+
+def events(
+    n: int, players: int, arenas: int, seed: int, start_ms: int | None = None
+) -> list[KillEvent]:
+    """A seeded stream: time advances 0–40 s per event per arena, ~10% repeat kills in cooldown,
+    some players idle for days (decay), ids unique."""
+    rng = random.Random(seed)
+    now = time.time_ns() // 1_000_000 if start_ms is None else start_ms
+    t = now - 50 * 60 * 1000  # within the consumer's accepted age window (1 h)
+    step = max(1, (50 * 60 * 1000) // max(1, n))
+    out: list[KillEvent] = []
+    last: dict[str, tuple[str, str]] = {}
+    for i in range(n):
+        arena = f"arena-{rng.randrange(arenas)}"
+        t += rng.randrange(0, 2 * step + 1)
+        if arena in last and rng.random() < 0.1:
+            a, b = last[arena]  # a repeat kill, often inside the cooldown
+        else:
+            a = f"p{rng.randrange(players)}"
+            b = f"p{rng.randrange(players)}"
+            while b == a:
+                b = f"p{rng.randrange(players)}"
+        last[arena] = (a, b)
+        out.append(kill_event(id=f"e{seed}-{i}", arena=arena, attacker=a, victim=b, ts=t))
+    return out
+
+
+def produce(bootstrap: str, topic: str, items: Iterable[tuple[bytes, bytes]]) -> int:
+    """Publish (key, value) pairs in order; returns how many."""
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True}
+    )
+    n = 0
+    for key, value in items:
+        while True:
+            try:
+                producer.produce(topic, value=value, key=key)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        n += 1
+        if n % 10_000 == 0:
+            producer.poll(0)
+    assert producer.flush(60) == 0
+    return n
+
+
+def encoded(evs: Iterable[KillEvent]) -> Iterator[tuple[bytes, bytes]]:
+    for e in evs:
+        yield e.arena.encode(), encode_kill_event(e)
+
+
+def publish_snapshot(client: redis.Redis, keys: Keys, snapshot: Snapshot, version: int = 1) -> None:
+    client.hset(
+        keys.snapshot,
+        mapping={
+            "version": str(version),
+            "computed_at": "" if snapshot.taken_at is None else str(snapshot.taken_at),
+            "active_count": str(snapshot.active_count),
+            "mean_mu_active": repr(snapshot.mean_mu_active),
+            "boundaries": "[" + ",".join(repr(b) for b in snapshot.boundaries or ()) + "]"
+            if snapshot.boundaries
+            else "",
+        },
+    )
+
+
+def replay(evs: Iterable[KillEvent], params: Params, snapshot: Snapshot) -> RatingBook:
+    book = RatingBook(params, fixed_snapshot=snapshot)
+    for e in evs:
+        book.apply(e.id, e.attacker, e.victim, e.ts)
+    return book
+
+
+def redis_players(client: redis.Redis, keys: Keys) -> dict[str, tuple[PlayerState, int]]:
+    prefix = keys.player("").encode()
+    names = [k for k in client.scan_iter(match=prefix + b"*", count=5000)]
+    pipe = client.pipeline(transaction=False)
+    for k in names:
+        pipe.hmget(k, FIELDS)
+    out: dict[str, tuple[PlayerState, int]] = {}
+    for k, values in zip(names, pipe.execute(), strict=True):
+        decoded = decode_player(values)
+        assert decoded is not None
+        out[k[len(prefix) :].decode()] = decoded
+    return out
+
+
+def close(a: float, b: float) -> bool:
+    return a == b or math.isclose(a, b, rel_tol=REL_TOL, abs_tol=1e-12)
+
+
+def state_mismatches(got: PlayerState, want: PlayerState) -> list[str]:
+    bad = []
+    for f in ("mu", "sigma", "phi", "pool", "h_up", "h_down"):
+        if not close(getattr(got, f), getattr(want, f)):
+            bad.append(f"{f}: {getattr(got, f)!r} != {getattr(want, f)!r}")
+    for f in ("streak", "n", "last_ts", "tier", "recent"):
+        if getattr(got, f) != getattr(want, f):
+            bad.append(f"{f}: {getattr(got, f)!r} != {getattr(want, f)!r}")
+    if len(got.window) != len(want.window) or not all(
+        close(x, y) for x, y in zip(got.window, want.window, strict=True)
+    ):
+        bad.append(f"window: {got.window!r} != {want.window!r}")
+    return bad
+
+
+def assert_redis_equals_replay(
+    client: redis.Redis, keys: Keys, book: RatingBook, params: Params
+) -> None:
+    """Every field of every player, the ranks, the σ-sum and P equal the replay's."""
+    stored = redis_players(client, keys)
+    want = book.players()
+    assert set(stored) == set(want), f"{len(set(stored) ^ set(want))} players differ"
+    problems = []
+    for player, (state, ver) in stored.items():
+        bad = state_mismatches(state, want[player])
+        if bad:
+            problems.append(f"{player}: {bad}")
+        assert ver >= 1
+    assert not problems, f"{len(problems)} players differ, e.g. {problems[:3]}"
+    pop = client.hgetall(keys.pop)
+    total = (int(pop[b"sigma_hi"]) << 32) + int(pop[b"sigma_lo"])
+    assert int(pop[b"count"]) == len(want)
+    assert total == sum(sigma_units(s.sigma, params) for s in want.values())
+    assert total == book.total_sigma_units
+    lb = {m.decode(): s for m, s in client.zrange(keys.lb, 0, -1, withscores=True)}
+    placed = {p: s.mu for p, s in want.items() if s.tier}
+    assert set(lb) == set(placed)
+    assert all(close(lb[p], placed[p]) for p in placed)
+    counts = {k.decode(): int(v) for k, v in client.hgetall(keys.tier_counts).items() if int(v)}
+    from consumer._redis_codec import tier_label
+
+    want_counts: dict[str, int] = {}
+    for s in want.values():
+        if s.tier:
+            want_counts[tier_label(s.tier)] = want_counts.get(tier_label(s.tier), 0) + 1
+    assert counts == want_counts
+
+
+def applied_offsets(client: redis.Redis, keys: Keys, topic: str) -> dict[int, int]:
+    return {int(k): int(v) for k, v in client.hgetall(keys.offsets(topic)).items()}
+
+
+def wait_applied(
+    client: redis.Redis,
+    keys: Keys,
+    topic: str,
+    ends: dict[int, int],
+    timeout: float,
+    procs: list[subprocess.Popen[bytes]] | None = None,
+) -> None:
+    """Until Redis's stored offsets reach `ends` (partition -> end offset)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = applied_offsets(client, keys, topic)
+        if all(got.get(p, 0) >= e for p, e in ends.items()):
+            return
+        time.sleep(0.2)
+    raise AssertionError(
+        f"not applied in {timeout}s: {applied_offsets(client, keys, topic)} < {ends}"
+    )
+
+
+def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe"})
+    try:
+        return {
+            p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+            for p in range(partitions)
+        }
+    finally:
+        c.close()
+
+
+def read_topic(
+    bootstrap: str, topic: str, expect: int | None = None, timeout: float = 60.0, idle: float = 3.0
+) -> list:
+    """All messages of `topic` (until `expect` read, or `idle` s without news after timeout)."""
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{os.getpid()}-{time.monotonic_ns()}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    c.subscribe([topic])
+    out = []
+    deadline = time.monotonic() + timeout
+    last_news = time.monotonic()
+    try:
+        while time.monotonic() < deadline:
+            batch = c.consume(5000, 0.5)
+            good = [m for m in batch if m.error() is None]
+            if good:
+                out.extend(good)
+                last_news = time.monotonic()
+            if expect is not None and len(out) >= expect:
+                break
+            if expect is None and time.monotonic() - last_news > idle and out:
+                break
+    finally:
+        c.close()
+    return out
+
+
+@dataclass
+class ThreadedConsumer:
+    """A Pipeline on a thread of the test process (for tests that do not kill it)."""
+
+    pipeline: Pipeline
+    thread: threading.Thread
+
+    def stop(self, timeout: float = 60.0) -> None:
+        self.pipeline.request_stop()
+        self.thread.join(timeout)
+        assert not self.thread.is_alive()
+
+
+def start_threaded(config: Config, params: Params) -> ThreadedConsumer:
+    pipeline = Pipeline(config, params)
+    thread = threading.Thread(
+        target=pipeline.run, kwargs={"serve_metrics": False, "signals": False}, daemon=True
+    )
+    thread.start()
+    return ThreadedConsumer(pipeline, thread)
+
+
+def consume_cmd(
+    bootstrap: str, redis_url: str, ns: str, topic: str, group: str, *extra: str
+) -> list[str]:
+    return [
+        sys.executable, "-m", "adr_cli.main", "consume",
+        "--bootstrap-servers", bootstrap, "--redis-url", redis_url, "--namespace", ns,
+        "--topic", topic, "--group", group, "--metrics-port", "0",
+        "--rating-topic", f"{topic}-ratings", "--dlq-topic", f"{topic}-dlq", *extra,
+    ]  # fmt: skip
+
+
+def start_process(cmd: list[str], log_path: str) -> subprocess.Popen[bytes]:
+    log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
+    return subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=True)
+
+
+def sigkill(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(30)
