@@ -3,10 +3,13 @@ and the snapshot the engine takes from the same players (the expected value)."""
 
 from __future__ import annotations
 
+import time
+import uuid
 from collections.abc import Mapping
 
 import msgspec
 import redis
+from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
 
 from engine import (
     Params,
@@ -81,3 +84,26 @@ def drop_namespace(client: redis.Redis, keys: Keys) -> None:
     batch = list(client.scan_iter(match=pattern, count=1000))
     for i in range(0, len(batch), 1000):
         client.delete(*batch[i : i + 1000])
+
+
+def read_topic(bootstrap: str, topic: str, expect: int, timeout_s: float = 20.0) -> list[Message]:
+    """The first `expect` messages of a one-partition topic (fewer if the timeout passes)."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"tj-test-{uuid.uuid4().hex[:8]}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+    out: list[Message] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(out) < expect and time.monotonic() < deadline:
+            msg = consumer.poll(0.2)
+            if msg is not None and msg.error() is None:
+                out.append(msg)
+    finally:
+        consumer.close()
+    return out

@@ -1,0 +1,103 @@
+"""The calibration lease: one replica publishes; a replica whose lease is gone writes nothing."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Iterator
+
+import pytest
+import redis
+from _tierjob_support import T0, drop_namespace, expected_snapshot, player, write_players
+
+from engine import Params, PlayerState
+from tierjob import Calibrator, Config, Keys, LeaseLost, SnapshotMovedOn, decode_snapshot
+from tierjob.population import PopulationReader
+from tierjob.publish import RedisPublisher
+
+PARAMS = Params()
+
+
+def seeded_players() -> dict[str, PlayerState]:
+    rng = random.Random(11)
+    return {
+        f"p{i}": player(PARAMS, rng.uniform(0, 4000), tuple(T0 - 1000 - j for j in range(5)))
+        for i in range(40)
+    }
+
+
+@pytest.fixture
+def ns(redis_client: redis.Redis, unique_name) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    name = unique_name("tjl")
+    write_players(redis_client, Keys.of(name), seeded_players(), PARAMS)
+    yield name
+    drop_namespace(redis_client, Keys.of(name))
+
+
+def replica(client: redis.Redis, ns: str, name: str, ttl: float = 30.0) -> Calibrator:
+    return Calibrator(client, Config(namespace=ns, holder_id=name, lease_ttl=ttl))
+
+
+def version(client: redis.Redis, ns: str) -> int:
+    found = decode_snapshot(client.hgetall(Keys.of(ns).snapshot))
+    return 0 if found is None else found[0]
+
+
+def test_only_the_holder_publishes(redis_client: redis.Redis, ns: str) -> None:
+    a, b = replica(redis_client, ns, "a"), replica(redis_client, ns, "b")
+    outcomes = [(a.run_once(T0 + i).outcome, b.run_once(T0 + i).outcome) for i in range(3)]
+    assert outcomes == [("published", "not_holder")] * 3
+    assert version(redis_client, ns) == 3
+    assert redis_client.get(Keys.of(ns).lease) == b"a"
+
+
+def test_a_standby_takes_over_once_the_lease_expires(redis_client: redis.Redis, ns: str) -> None:
+    a, b = replica(redis_client, ns, "a", ttl=0.3), replica(redis_client, ns, "b", ttl=0.3)
+    first = a.run_once(T0)
+    assert b.run_once(T0 + 1).outcome == "not_holder"
+    time.sleep(0.4)
+    second = b.run_once(T0 + 2)
+    assert second.outcome == "published" and second.version == 2
+    assert a.run_once(T0 + 3).outcome == "not_holder"
+    # The new holder smooths against the snapshot the old one published.
+    assert first.snapshot is not None
+    assert second.snapshot == expected_snapshot(seeded_players(), T0 + 2, first.snapshot, PARAMS)
+
+
+def test_a_paused_replica_cannot_prune_or_publish(redis_client: redis.Redis, ns: str) -> None:
+    keys = Keys.of(ns)
+    a = replica(redis_client, ns, "a")
+    published = a.run_once(T0)
+    assert published.snapshot is not None
+    # "a" pauses; its lease expires and "b" takes it.
+    redis_client.set(keys.lease, "b")
+    stale = RedisPublisher(redis_client, keys, "a")
+    with pytest.raises(LeaseLost):
+        stale.publish(published.snapshot, previous_version=1)
+    with pytest.raises(LeaseLost):
+        PopulationReader(redis_client, keys, "a", 100).prune(T0 + 10**10)
+    assert version(redis_client, ns) == 1
+    assert redis_client.zcard(keys.active_mu) == 40
+    assert a.run_once(T0 + 1).outcome == "not_holder"
+
+
+def test_a_publication_based_on_an_old_snapshot_is_refused(
+    redis_client: redis.Redis, ns: str
+) -> None:
+    keys = Keys.of(ns)
+    result = replica(redis_client, ns, "a").run_once(T0)
+    assert result.snapshot is not None
+    with pytest.raises(SnapshotMovedOn):
+        RedisPublisher(redis_client, keys, "a").publish(result.snapshot, previous_version=0)
+    assert version(redis_client, ns) == 1
+
+
+def test_release_gives_up_only_ones_own_lease(redis_client: redis.Redis, ns: str) -> None:
+    keys = Keys.of(ns)
+    a, b = replica(redis_client, ns, "a"), replica(redis_client, ns, "b")
+    assert a.lease.hold() and not b.lease.hold()
+    assert not b.lease.release() and redis_client.get(keys.lease) == b"a"
+    assert a.lease.release() and redis_client.get(keys.lease) is None
+    assert b.lease.hold()
+    ttl = redis_client.pttl(keys.lease)
+    assert 0 < ttl <= 30_000
