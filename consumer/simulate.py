@@ -368,6 +368,8 @@ def run(args: argparse.Namespace) -> int:
         else None
     )
     out: IO[str] | None = open(args.out, "w", encoding="utf-8") if args.out else None  # noqa: SIM115
+    target = {"topic": args.topic if use_kafka else None, "out": args.out, "rate": args.rate}
+    log.info("simulating", extra={**target, **dataclasses.asdict(cfg)})
     bucket = _TokenBucket(args.rate)
     started = time.monotonic()
     next_progress = started + args.progress_every

@@ -247,26 +247,28 @@ def test_against_the_broker(kafka_bootstrap: str, kafka_admin, unique_name) -> N
         }
     )
     consumer.subscribe([topic])
-    got = []
+    got: list[tuple[bytes, int, bytes]] = []  # key, partition, value
     deadline = time.monotonic() + 30
     while len(got) < 200 and time.monotonic() < deadline:
         msg = consumer.poll(0.5)
         if msg is not None and msg.error() is None:
-            got.append(msg)
+            key, partition, value = msg.key(), msg.partition(), msg.value()
+            assert key is not None and partition is not None and value is not None
+            got.append((key, partition, value))
     consumer.close()
     assert len(got) == 200
 
     now = time.time_ns() // 1_000_000
     reasons: collections.Counter[str] = collections.Counter()
     partition_of: dict[bytes, set[int]] = collections.defaultdict(set)
-    for msg in got:
-        partition_of[msg.key()].add(msg.partition())
+    for key, partition, value in got:
+        partition_of[key].add(partition)
         try:
-            event = decode_kill_event(msg.value(), now)
+            event = decode_kill_event(value, now)
         except SchemaError as exc:
             reasons[exc.reason.value] += 1
             continue
-        assert msg.key() == event.arena.encode()
+        assert key == event.arena.encode()
         reasons["valid"] += 1
     by_kind = summary["by_kind"]
     assert reasons["valid"] == by_kind["kill"] + by_kind["duplicate"]

@@ -9,7 +9,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from schemas import (
@@ -23,6 +23,9 @@ from schemas import (
 # The paper's tier labels (§6), best first.
 LABELS = [f"{band}{level}" for band in "12345" for level in "HML"]
 SHARES = [1 / 15] * 15
+
+# 50 examples per property; no per-example deadline (CI boxes are shared and slow).
+PROPERTY_SETTINGS = settings(max_examples=50, deadline=None)
 
 
 def _fixstr(s: str) -> bytes:
@@ -100,6 +103,7 @@ def snapshots(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
+@PROPERTY_SETTINGS
 @given(snapshots())
 def test_round_trip(obj: dict[str, Any]) -> None:
     raw = msgspec.msgpack.encode(obj)
@@ -107,12 +111,14 @@ def test_round_trip(obj: dict[str, Any]) -> None:
     assert encode_tier_boundaries(snap) == raw
 
 
+@PROPERTY_SETTINGS
 @given(snapshots(), st.data())
 def test_missing_field(obj: dict[str, Any], data: st.DataObject) -> None:
     del obj[data.draw(st.sampled_from(sorted(obj)))]
     assert _reason(msgspec.msgpack.encode(obj)) == Reason.MISSING_FIELD
 
 
+@PROPERTY_SETTINGS
 @given(snapshots().filter(lambda o: o["boundaries"] is not None), st.integers(0, 12))
 def test_increasing_boundaries_rejected(obj: dict[str, Any], k: int) -> None:
     b = obj["boundaries"]
