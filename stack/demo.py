@@ -1,0 +1,241 @@
+"""``adr demo``: the whole pipeline end to end, with a live leaderboard on stdout.
+
+Servers: ``KAFKA_BOOTSTRAP_SERVERS`` / ``REDIS_URL`` when set, else a local stack started here.
+Then it creates the topics and runs ``adr simulate`` (game servers), ``adr consume`` (ratings)
+and ``adr calibrate --every`` (tiers) as child processes, and prints ``adr leaderboard top N``
+every few seconds until Ctrl-C, SIGTERM or ``--duration``. Everything it started, it stops.
+Children's logs (JSON lines) go to files whose paths are printed on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+
+import redis
+
+from stack._errors import StackError
+from stack._local import LocalStack
+from stack._ports import LOOPBACK, free_port
+from stack._procs import log_tail, spawn, stop_pid
+from stack._topics import TopicAdmin
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+_CHILD_STOP_TIMEOUT_S = 20.0
+
+
+@dataclass
+class _Child:
+    name: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+
+class _Stop(Exception):
+    """Raised in the main loop by SIGTERM/SIGHUP, like KeyboardInterrupt is by SIGINT."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags of ``adr demo``."""
+    add = parser.add_argument
+    add("--duration", type=float, default=0.0, help="seconds to run; 0 = until Ctrl-C (default)")
+    add("--namespace", default=os.environ.get("ADR_NAMESPACE", "adr-demo"),
+        help="Redis namespace (env ADR_NAMESPACE; default adr-demo)")  # fmt: skip
+    add("--topic-prefix", default="", help="prefix for the four topic names (default none)")
+    add("--partitions", type=int, default=4, help="partitions of the kill-events topic")
+    add("--arenas", type=int, default=20, help="simulated arenas")
+    add("--players", type=int, default=500, help="simulated players")
+    add("--rate", type=float, default=200.0, help="simulated kill events per second")
+    add("--seed", type=int, default=1, help="seed of the simulation")
+    add("--calibrate-every", type=float, default=10.0, help="seconds between tier calibrations")
+    add("--refresh", type=float, default=2.0, help="seconds between leaderboard refreshes")
+    add("--top", type=int, default=10, help="rows of the leaderboard")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the demo; 0 when stopped by the user or ``--duration``, 1 when a part failed."""
+    workdir = Path(tempfile.mkdtemp(prefix="adr-demo-"))
+    local: LocalStack | None = None
+    children: list[_Child] = []
+    previous = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP)}
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        raise _Stop(signum)
+
+    for sig in previous:
+        signal.signal(sig, on_signal)
+    status = EXIT_FAILED
+    try:
+        bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
+        redis_url = os.environ.get("REDIS_URL", "").strip()
+        if not (bootstrap and redis_url):
+            local = LocalStack(workdir / "stack")
+            _say("starting a local Kafka broker and redis-server (no Docker) ...")
+            bootstrap = bootstrap or local.kafka_bootstrap()
+            redis_url = redis_url or local.redis_url()
+        _say(f"Kafka {bootstrap}, Redis {redis_url}, namespace {args.namespace!r}")
+        topics = _create_topics(bootstrap, args)
+        children = _start_children(args, bootstrap, redis_url, topics, workdir / "logs")
+        status = _watch(args, redis_url, children)
+    except (KeyboardInterrupt, _Stop):
+        status = EXIT_OK
+    except StackError as e:
+        _say(f"error: {e}")
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        with contextlib.suppress(KeyboardInterrupt, _Stop):
+            _stop_all(children, local)
+        if status == EXIT_OK:
+            with contextlib.suppress(OSError):
+                _remove_tree(workdir)
+        else:
+            _say(f"logs kept in {workdir}")
+    return status
+
+
+def _say(text: str) -> None:
+    print(f"adr demo: {text}", file=sys.stderr, flush=True)
+
+
+def _topic_names(args: argparse.Namespace) -> dict[str, str]:
+    p = args.topic_prefix
+    return {
+        "kill": f"{p}kill-events",
+        "rating": f"{p}rating-changes",
+        "tier": f"{p}tier-boundaries",
+        "dlq": f"{p}kill-events-dlq",
+    }
+
+
+def _create_topics(bootstrap: str, args: argparse.Namespace) -> dict[str, str]:
+    names = _topic_names(args)
+    admin = TopicAdmin(bootstrap)
+    admin.create(names["kill"], partitions=args.partitions, exist_ok=True)
+    admin.create(names["rating"], partitions=args.partitions, exist_ok=True)
+    admin.create(names["dlq"], partitions=1, exist_ok=True)
+    admin.create(names["tier"], partitions=1, config={"cleanup.policy": "compact"}, exist_ok=True)
+    return names
+
+
+def _start_children(
+    args: argparse.Namespace,
+    bootstrap: str,
+    redis_url: str,
+    topics: dict[str, str],
+    logs: Path,
+) -> list[_Child]:
+    env = {
+        **os.environ,
+        "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
+        "REDIS_URL": redis_url,
+        "ADR_NAMESPACE": args.namespace,
+        "PYTHONUNBUFFERED": "1",
+    }
+    adr = [sys.executable, "-m", "adr_cli"]
+    consume_port, calibrate_port = free_port(), free_port()
+    commands = {
+        "consume": [
+            *adr, "consume", "--bootstrap-servers", bootstrap, "--redis-url", redis_url,
+            "--namespace", args.namespace, "--topic", topics["kill"],
+            "--rating-topic", topics["rating"], "--dlq-topic", topics["dlq"],
+            "--group", f"{args.namespace}-consumer",
+            "--metrics-port", str(consume_port), "--metrics-host", LOOPBACK,
+        ],
+        "calibrate": [
+            *adr, "calibrate", "--redis-url", redis_url, "--bootstrap-servers", bootstrap,
+            "--namespace", args.namespace, "--topic", topics["tier"],
+            "--every", str(args.calibrate_every),
+            "--metrics-port", str(calibrate_port), "--metrics-host", LOOPBACK,
+        ],
+        "simulate": [
+            *adr, "simulate", "--bootstrap-servers", bootstrap, "--topic", topics["kill"],
+            "--arenas", str(args.arenas), "--players", str(args.players),
+            "--rate", str(args.rate), "--events", "0", "--seed", str(args.seed),
+            "--partitions", str(args.partitions),
+        ],
+    }  # fmt: skip
+    children = []
+    for name, argv in commands.items():
+        log = logs / f"{name}.log"
+        children.append(_Child(name, spawn(argv, log, tied_to_parent=True, env=env), log))
+        _say(f"{name}: pid {children[-1].proc.pid}, log {log}")
+    _say(f"metrics: consumer http://{LOOPBACK}:{consume_port}/metrics, "
+         f"tier job http://{LOOPBACK}:{calibrate_port}/metrics")  # fmt: skip
+    return children
+
+
+def _watch(args: argparse.Namespace, redis_url: str, children: list[_Child]) -> int:
+    started = time.monotonic()
+    deadline = started + args.duration if args.duration > 0 else None
+    clear = sys.stdout.isatty()
+    client = redis.Redis.from_url(redis_url)
+    try:
+        while True:
+            for child in children:
+                code = child.proc.poll()
+                if code is not None:
+                    _say(f"{child.name} exited with {code}; last lines of {child.log}:")
+                    print(log_tail(child.log, 2000), file=sys.stderr)
+                    return EXIT_FAILED
+            board = _leaderboard(args, redis_url)
+            placed = client.zcard(f"{{{args.namespace}}}:lb")
+            header = (
+                f"adr-stream demo: {time.monotonic() - started:5.0f} s, "
+                f"{placed} placed players, namespace {args.namespace} (Ctrl-C stops)"
+            )
+            out = ("\x1b[H\x1b[2J" if clear else "\n") + header + "\n" + board
+            sys.stdout.write(out if out.endswith("\n") else out + "\n")
+            sys.stdout.flush()
+            if deadline is not None and time.monotonic() >= deadline:
+                return EXIT_OK
+            pause = args.refresh
+            if deadline is not None:
+                pause = min(pause, max(0.0, deadline - time.monotonic()))
+            time.sleep(pause)
+    finally:
+        client.close()
+
+
+def _leaderboard(args: argparse.Namespace, redis_url: str) -> str:
+    """What ``adr leaderboard top N`` prints, run in-process (its module's own entry point)."""
+    from tierjob import leaderboard
+
+    parser = argparse.ArgumentParser(prog="adr leaderboard")
+    leaderboard.add_arguments(parser)
+    lb_args = parser.parse_args(
+        ["--redis-url", redis_url, "--namespace", args.namespace, "top", str(args.top)]
+    )
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = leaderboard.run(lb_args)
+    return out.getvalue() if code == 0 else f"(leaderboard: {err.getvalue().strip()})\n"
+
+
+def _stop_all(children: list[_Child], local: LocalStack | None) -> None:
+    # The load first, then the consumer (it commits what it applied), then the tier job.
+    order = {"simulate": 0, "consume": 1, "calibrate": 2}
+    for child in sorted(children, key=lambda c: order.get(c.name, 9)):
+        if child.proc.poll() is None:
+            clean = stop_pid(child.proc.pid, timeout=_CHILD_STOP_TIMEOUT_S, popen=child.proc)
+            _say(f"stopped {child.name}" + ("" if clean else " (killed)"))
+    if local is not None:
+        local.stop()
+        _say("stopped the local Kafka broker and redis-server")
+
+
+def _remove_tree(path: Path) -> None:
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=True)
