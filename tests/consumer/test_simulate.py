@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import json
 import math
+import signal
 import subprocess
 import sys
 import time
@@ -274,3 +275,24 @@ def test_against_the_broker(kafka_bootstrap: str, kafka_admin, unique_name) -> N
     assert reasons["valid"] == by_kind["kill"] + by_kind["duplicate"]
     assert {k: reasons[k] for k in MALFORMED_KINDS} == {k: by_kind[k] for k in MALFORMED_KINDS}
     assert all(len(parts) == 1 for parts in partition_of.values())  # keyed by arena
+
+
+def test_until_stopped_ends_cleanly_on_sigterm(tmp_path: Path) -> None:
+    out = tmp_path / "e.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "adr_cli", "simulate", "--no-kafka", "--out", str(out),
+         "--events", "0", "--rate", "2000", "--players", "50"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 20
+    while (not out.exists() or out.stat().st_size == 0) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+    stdout, stderr = proc.communicate(timeout=20)
+    assert proc.returncode == 0, stderr
+    summary = json.loads(stdout)
+    assert summary["sent"] > 0
+    assert (
+        len(out.read_text().splitlines())
+        == summary["by_kind"]["kill"] + summary["by_kind"]["duplicate"]
+    )
