@@ -49,9 +49,9 @@ def _table(path: Path) -> list[dict[str, str]]:
 
 @pytest.mark.parametrize("name", list(FORMATS))
 def test_committed_json_schema_is_generated_from_the_struct(name: str) -> None:
-    assert schema_path(name).read_text(encoding="utf-8") == render(name), (
-        f"{schema_path(name).name} is stale: run `python -m schemas`"
-    )
+    # Compared as JSON values: key order or whitespace of another msgspec release is no drift.
+    committed = json.loads(schema_path(name).read_text(encoding="utf-8"))
+    assert committed == json.loads(render(name)), f"{name} is stale: run `python -m schemas`"
 
 
 @pytest.mark.parametrize("name", list(FORMATS))
