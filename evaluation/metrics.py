@@ -13,8 +13,11 @@ from evaluation.errors import EvaluationError
 # 0 or 1 and is wrong scores log(1e-15) ≈ 34.5 nats for that event instead of infinity.
 LOG_LOSS_EPS = 1e-15
 
+Floats = Sequence[float] | np.ndarray
+Ints = Sequence[int] | np.ndarray
 
-def _arrays(p: Sequence[float], y: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+
+def _arrays(p: Floats, y: Ints) -> tuple[np.ndarray, np.ndarray]:
     pa = np.asarray(p, dtype=float)
     ya = np.asarray(y, dtype=float)
     if pa.shape != ya.shape or pa.ndim != 1 or pa.size == 0:
@@ -22,20 +25,20 @@ def _arrays(p: Sequence[float], y: Sequence[int]) -> tuple[np.ndarray, np.ndarra
     return pa, ya
 
 
-def log_loss(p: Sequence[float], y: Sequence[int]) -> float:
+def log_loss(p: Floats, y: Ints) -> float:
     """Mean negative log-likelihood (nats) of outcomes y ∈ {0, 1} under predictions p."""
     pa, ya = _arrays(p, y)
     pc = np.clip(pa, LOG_LOSS_EPS, 1.0 - LOG_LOSS_EPS)
     return float(-np.mean(ya * np.log(pc) + (1.0 - ya) * np.log(1.0 - pc)))
 
 
-def brier(p: Sequence[float], y: Sequence[int]) -> float:
+def brier(p: Floats, y: Ints) -> float:
     """Mean squared error of the predicted probabilities."""
     pa, ya = _arrays(p, y)
     return float(np.mean((pa - ya) ** 2))
 
 
-def average_ranks(x: Sequence[float] | np.ndarray) -> np.ndarray:
+def average_ranks(x: Floats) -> np.ndarray:
     """Ranks 1..n of x, ties sharing the mean of the ranks they span."""
     xa = np.asarray(x, dtype=float)
     order = np.argsort(xa, kind="mergesort")
@@ -52,7 +55,7 @@ def average_ranks(x: Sequence[float] | np.ndarray) -> np.ndarray:
     return ranks
 
 
-def auc(p: Sequence[float], y: Sequence[int]) -> float:
+def auc(p: Floats, y: Ints) -> float:
     """Area under the ROC curve: P(p of a random positive > p of a random negative), ties ½."""
     pa, ya = _arrays(p, y)
     positives = int(ya.sum())
@@ -64,7 +67,7 @@ def auc(p: Sequence[float], y: Sequence[int]) -> float:
     return (rank_sum - positives * (positives + 1) / 2.0) / (positives * negatives)
 
 
-def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+def spearman(x: Floats, y: Floats) -> float:
     """Spearman's rank correlation (Pearson on average ranks); 0 when either side is constant."""
     rx, ry = average_ranks(x), average_ranks(y)
     if rx.size < 2:
@@ -85,7 +88,7 @@ class CalibrationBin:
     observed: float
 
 
-def calibration_curve(p: Sequence[float], y: Sequence[int], bins: int = 10) -> list[CalibrationBin]:
+def calibration_curve(p: Floats, y: Ints, bins: int = 10) -> list[CalibrationBin]:
     """Equal-width reliability bins over [0, 1] (the last bin includes 1); empty bins omitted."""
     pa, ya = _arrays(p, y)
     index = np.minimum((pa * bins).astype(int), bins - 1)

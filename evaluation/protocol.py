@@ -64,6 +64,7 @@ class SystemResult:
     farm: list[dict[str, float | str]]
     median_abs_change_sd: float
     final_sd: float
+    final_mean: float
 
 
 def _percentile(values: np.ndarray, i: int) -> float:
@@ -218,6 +219,7 @@ def run_protocol(
         farm=farm_rows,
         median_abs_change_sd=float(np.median(abs_changes_test)) if abs_changes_test else 0.0,
         final_sd=float(np.std(cur)),
+        final_mean=float(np.mean(cur)),
     )
 
 

@@ -85,6 +85,14 @@ class StreamConfig:
             raise EvaluationError(f"unknown outcome model {self.outcome_model!r}")
         if not 0.0 < self.test_fraction < 1.0:
             raise EvaluationError("test_fraction must lie in (0, 1)")
+        sessions = self.farmers_per_pattern * len(self.farm_patterns)
+        last_day = max(
+            self.jump_day if self.jump_fraction else 0,
+            self.absence_start_day + self.absence_days if self.return_fraction else 0,
+            self.farm_day + sessions - 1 if sessions else 0,
+        )
+        if last_day >= self.days:
+            raise EvaluationError(f"the injections need more than {self.days} days ({last_day})")
         if abs(sum(c.weight for c in self.mixture) - 1.0) > 1e-9:
             raise EvaluationError("mixture weights must sum to 1")
 

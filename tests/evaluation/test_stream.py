@@ -64,7 +64,18 @@ def test_farm_sessions_follow_their_pattern() -> None:
 
 def test_outcomes_follow_the_hidden_skills() -> None:
     # The first-drawn player's win rate matches the mean model probability (±4 standard errors).
-    s = generate(StreamConfig(seed=3, players=40, events=20_000, days=30))
+    s = generate(
+        StreamConfig(
+            seed=3,
+            players=40,
+            events=20_000,
+            days=30,
+            jump_fraction=0.0,
+            return_fraction=0.0,
+            farm_patterns=(),
+            farmers_per_pattern=0,
+        )
+    )
     organic = [e for e in s.events if e.kind == "organic"]
     probs = [
         outcome_probability(s.skill(e.first, e.ts) - s.skill(e.second, e.ts), "logistic", 400.0)
@@ -82,6 +93,8 @@ def test_outcome_models() -> None:
     assert outcome_probability(400.0, "arctan", 400.0) == pytest.approx(0.75)
 
 
-def test_too_few_players_is_refused() -> None:
+def test_too_few_players_or_days_is_refused() -> None:
     with pytest.raises(EvaluationError):
         generate(StreamConfig(players=10))
+    with pytest.raises(EvaluationError):
+        generate(StreamConfig(days=100))  # the farming sessions are due on day 150
