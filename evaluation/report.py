@@ -86,7 +86,16 @@ def _markdown(fig: dict[str, Any]) -> list[str]:
     ]
     lines += ["## Prediction on held-out events (§10.3)", ""]
     lines += _table(
-        ["system", "log loss", "Brier", "AUC", "ECE", "events to ρ ≥ 0.9", "final ρ"],
+        [
+            "system",
+            "log loss",
+            "Brier",
+            "AUC",
+            "ECE",
+            "events to ρ ≥ 0.9",
+            "final ρ",
+            "rating mean / SD at end",
+        ],
         [
             [
                 f"`{name}`",
@@ -96,6 +105,7 @@ def _markdown(fig: dict[str, Any]) -> list[str]:
                 _f(m["ece"], 3),
                 "never" if m["convergence_events"] is None else str(m["convergence_events"]),
                 _f(m["final_rho"], 3),
+                f"{m['final_mean']:.1f} / {m['final_sd']:.1f}",
             ]
             for name, m in protocol.items()
         ],
@@ -104,7 +114,8 @@ def _markdown(fig: dict[str, Any]) -> list[str]:
         "Log loss in nats, lower is better; ECE = count-weighted |observed − predicted| over ten "
         "equal-width bins. ρ = Spearman rank correlation of all players' visible ratings with "
         f"their current hidden skills, sampled {opts['checkpoints']} times over the stream; "
-        "'events to ρ ≥ 0.9' is the first sample at or above 0.9.",
+        "'events to ρ ≥ 0.9' is the first sample at or above 0.9. Initial ratings: ADR μ0 "
+        "1000, the Elo family 1500, Glicko-2 1500, TrueSkill 25.",
         "",
         "![calibration](calibration.png)",
         "",
@@ -276,6 +287,9 @@ def _notes(fig: dict[str, Any]) -> list[str]:
         "model; ADR predicts with an arctangent. This favours the logistic systems on log loss "
         "and calibration, as the paper itself says of §10.7. Rerun with "
         "`--outcome-model arctan` to see the other side.",
+        "- ADR's visible change at a return includes the §5 decay toward μ̄_A, applied at the "
+        "first event back; the per-event cap Δmax (§8.4) bounds the update, not the decay. "
+        "`adr-no-decay` isolates that part.",
         "- ADR's cooldown is part of ADR (§2.1), so only ADR drops repeat kills; "
         "`adr-no-cooldown` shows what remains without it. The baselines see every farm kill.",
         "- The MOBA seed's performance weight PS/PS_T needs a per-match performance score and "
