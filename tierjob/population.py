@@ -25,7 +25,7 @@ from typing import Any
 
 import redis
 
-from tierjob import _scripts
+from tierjob import _raw, _scripts
 from tierjob._errors import StateError, TierJobError
 from tierjob._keys import Keys
 
@@ -71,13 +71,11 @@ class PopulationReader:
     def read(self, cutoff_ms: int) -> Population:
         """The population at `cutoff_ms` (= now − t_active); LeaseLost if the lease is gone."""
         expired = self.prune(cutoff_ms)
-        count, members = self._read_fast(cutoff_ms)
+        count, mus = self._read_fast(cutoff_ms)
         dropped = added = 0
-        reconciled = count != len(members)
+        reconciled = count != len(mus)
         if reconciled:
             mus, dropped, added = self._reconcile(cutoff_ms)
-        else:
-            mus = [mu for _, mu in members]
         mus.sort()
         fallback = [] if mus else self.all_mus()
         return Population(mus, fallback, expired, reconciled, dropped, added)
@@ -97,22 +95,29 @@ class PopulationReader:
             if done:
                 return removed_total
 
-    def _read_fast(self, cutoff_ms: int) -> tuple[int, list[tuple[bytes, float]]]:
+    def _read_fast(self, cutoff_ms: int) -> tuple[int, list[float]]:
+        """|A| and the μ of every member of `{ns}:active_mu` (ascending), read atomically."""
         k = self._keys
-        pipe = self._client.pipeline(transaction=True)
-        pipe.zcount(k.activity, f"({cutoff_ms}", "+inf")
-        pipe.zrange(k.active_mu, 0, -1, withscores=True)
-        count, members = pipe.execute()
-        return int(count), members
+        count, members = _raw.transaction(
+            self._client,
+            [
+                ("ZCOUNT", k.activity, f"({cutoff_ms}", "+inf"),
+                ("ZRANGE", k.active_mu, 0, -1, "WITHSCORES"),
+            ],
+        )
+        return int(count), _scores(members)[1]
 
     def _reconcile(self, cutoff_ms: int) -> tuple[list[float], int, int]:
         k = self._keys
-        pipe = self._client.pipeline(transaction=True)
-        pipe.zrangebyscore(k.activity, f"({cutoff_ms}", "+inf")
-        pipe.zrange(k.active_mu, 0, -1, withscores=True)
-        active_ids, members = pipe.execute()
+        active_ids, members = _raw.transaction(
+            self._client,
+            [
+                ("ZRANGE", k.activity, f"({cutoff_ms}", "+inf", "BYSCORE"),
+                ("ZRANGE", k.active_mu, 0, -1, "WITHSCORES"),
+            ],
+        )
         active = set(active_ids)
-        mu_of: dict[bytes, float] = dict(members)
+        mu_of: dict[bytes, float] = dict(zip(*_scores(members), strict=True))
         mus = [mu for member, mu in mu_of.items() if member in active]
         inactive = [member for member in mu_of if member not in active]
         missing = [member for member in active_ids if member not in mu_of]
@@ -146,6 +151,13 @@ class PopulationReader:
                 pipe.hget(key, "mu")
             mus.extend(_float(mu) for mu in pipe.execute() if mu is not None)
         return mus
+
+
+def _scores(reply: list[Any]) -> tuple[list[bytes], list[float]]:
+    try:
+        return _raw.zset_scores(reply)
+    except (ValueError, TypeError, IndexError) as exc:
+        raise StateError(f"unreadable {{ns}}:active_mu reply: {exc}") from exc
 
 
 def _float(raw: bytes | str) -> float:

@@ -311,3 +311,17 @@ def test_property_every_run_equals_the_engine_snapshot(
             previous = want
     finally:
         drop_namespace(redis_client, keys)
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_either_redis_protocol_reads_the_same_snapshot(
+    redis_client: redis.Redis, redis_url: str, ns: str, protocol: int
+) -> None:
+    players = population(random.Random(13), 300, T0, 0.5)
+    write_players(redis_client, Keys.of(ns), players, PARAMS)
+    client = redis.Redis.from_url(redis_url, protocol=protocol)
+    try:
+        result = calibrator(client, ns).run_once(T0)
+    finally:
+        client.close()
+    assert result.snapshot == expected_snapshot(players, T0, None, PARAMS)
