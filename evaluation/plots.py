@@ -15,6 +15,16 @@ DPI = 72
 SIZE = (7.5, 4.2)
 
 
+def _style(i: int, name: str) -> dict[str, Any]:
+    """Distinct colour and dash per system (more systems than colours); ADR drawn heavier."""
+    return {
+        "color": f"C{i % 10}",
+        "linestyle": "-" if i < 10 else "--",
+        "linewidth": 1.8 if name == "adr" else 0.9,
+        "label": name,
+    }
+
+
 def _save(fig: Any, path: Path) -> str:
     fig.tight_layout()
     fig.savefig(path, dpi=DPI)
@@ -26,12 +36,10 @@ def calibration(figures: dict[str, Any], out: Path) -> str:
     """Reliability curves on the held-out events."""
     fig, ax = plt.subplots(figsize=SIZE)
     ax.plot([0, 1], [0, 1], color="grey", linestyle=":", linewidth=1)
-    for name, m in figures["protocol"].items():
+    for i, (name, m) in enumerate(figures["protocol"].items()):
         xs = [b["mean_predicted"] for b in m["calibration"]]
         ys = [b["observed"] for b in m["calibration"]]
-        ax.plot(
-            xs, ys, marker="o", markersize=3, linewidth=1.2 if name == "adr" else 0.8, label=name
-        )
+        ax.plot(xs, ys, marker="o", markersize=3, **_style(i, name))
     ax.set_xlabel("predicted P(first kills second)")
     ax.set_ylabel("observed frequency")
     ax.set_title("Calibration on held-out events")
@@ -42,10 +50,10 @@ def calibration(figures: dict[str, Any], out: Path) -> str:
 def convergence(figures: dict[str, Any], out: Path, rho: float) -> str:
     """Rank correlation with the hidden skills over the stream."""
     fig, ax = plt.subplots(figsize=SIZE)
-    for name, m in figures["protocol"].items():
+    for i, (name, m) in enumerate(figures["protocol"].items()):
         xs = [p[0] for p in m["rho_curve"]]
         ys = [p[1] for p in m["rho_curve"]]
-        ax.plot(xs, ys, linewidth=1.5 if name == "adr" else 0.8, label=name)
+        ax.plot(xs, ys, **_style(i, name))
     ax.axhline(rho, color="grey", linestyle=":", linewidth=1)
     ax.set_xscale("log")
     ax.set_ylim(0, 1)
@@ -57,25 +65,25 @@ def convergence(figures: dict[str, Any], out: Path, rho: float) -> str:
 
 
 def returning_player(figures: dict[str, Any], out: Path) -> str:
-    """§10.6: cumulative and per-event change, opponent held at 2000."""
+    """§10.6, opponent held: each system's change as a share of its own 50-kill total, so the
+    shapes compare across scales (a spike is a large share at one kill)."""
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.2))
     for row in figures["section_10_6"]["ours"]:
         if not row["opponent_fixed"]:
             continue
         ratings = row["ratings"]
         label = f"{row['system']} {row['variant']}".strip()
-        # TrueSkill's 15-point gap (25 vs 40) stands for the 1000-point gap of the others
-        scale = figures["section_10_6"]["trueskill_scale"] if row["system"] == "trueskill" else 1.0
-        total = [(r - ratings[0]) * scale for r in ratings]
-        steps = [(b - a) * scale for a, b in itertools.pairwise(ratings)]
-        left.plot(range(len(total)), total, linewidth=1, label=label)
+        total = ratings[-1] - ratings[0] or 1.0
+        share = [(r - ratings[0]) / total for r in ratings]
+        steps = [(b - a) / total for a, b in itertools.pairwise(ratings)]
+        left.plot(range(len(share)), share, linewidth=1, label=label)
         right.plot(range(1, len(steps) + 1), steps, linewidth=1, label=label)
     left.set_xlabel("kills after the return")
-    left.set_ylabel("change since before the absence")
-    left.set_title("Cumulative change (TrueSkill rescaled)")
+    left.set_ylabel("share of the 50-kill increase")
+    left.set_title("Cumulative change / own total")
     right.set_xlabel("kill")
-    right.set_ylabel("change at this kill")
-    right.set_title("Per-event change (TrueSkill rescaled)")
+    right.set_ylabel("share of the 50-kill increase")
+    right.set_title("Per-event change / own total")
     left.legend(fontsize=6)
     return _save(fig, out / "returning_player.png")
 

@@ -34,7 +34,7 @@ from evaluation.metrics import (
 from evaluation.protocol import Followed, ProtocolOptions, SystemResult, run_protocol
 from evaluation.stream import StreamConfig, generate
 from evaluation.systems import RatingSystem
-from evaluation.trueskill_system import TS_MU, TrueSkill
+from evaluation.trueskill_system import TrueSkill
 
 # name -> (what it is, factory taking the ADR parameters)
 SYSTEMS: dict[str, tuple[str, Callable[[Params], RatingSystem]]] = {
@@ -223,11 +223,6 @@ def run_suite(
             ),
         },
         "protocol": protocol,
-        "section_10_6": {
-            "paper": PAPER_10_6,
-            "ours": toy,
-            "trueskill_scale": (setup.opponent - setup.player)
-            / (setup.trueskill_opponent_mu - TS_MU),
-        },
+        "section_10_6": {"paper": PAPER_10_6, "ours": toy},
         "section_10_7": curves,
     }

@@ -1,0 +1,52 @@
+"""Time `adr evaluate` (the whole report) and print wall time, CPU time and peak memory.
+
+    python bench/evaluation_report.py                 # the default size (what reports/latest is)
+    python bench/evaluation_report.py --players 30 --events 2000   # a quick check
+
+Arguments are passed to `adr evaluate`; the report goes to a temporary directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def main(argv: list[str]) -> int:
+    with tempfile.TemporaryDirectory() as out:
+        started = time.perf_counter()
+        done = subprocess.run(
+            [sys.executable, "-m", "adr_cli", "evaluate", *argv, "--out", out],
+            stdout=subprocess.DEVNULL,
+            check=False,
+        )
+        wall = time.perf_counter() - started
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        figures = {}
+        if done.returncode == 0:
+            with open(os.path.join(out, "figures.json")) as fh:
+                figures = json.load(fh)["meta"]
+    print(
+        json.dumps(
+            {
+                "command": "adr evaluate " + " ".join(argv),
+                "exit": done.returncode,
+                "wall_s": round(wall, 1),
+                "cpu_s": round(usage.ru_utime + usage.ru_stime, 1),
+                "max_rss_mib": round(usage.ru_maxrss / 1024, 1),
+                "events": figures.get("events_total"),
+                "cpus": os.cpu_count(),
+                "load_avg_1m": round(os.getloadavg()[0], 2),
+            }
+        )
+    )
+    return done.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
