@@ -261,17 +261,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def config_from_args(args: argparse.Namespace) -> SimConfig:
     """The SimConfig the flags describe (ValueError if inconsistent)."""
+    same = {f.name for f in dataclasses.fields(SimConfig)} - {"cooldown_ms", "max_age_ms"}
     return SimConfig(
-        arenas=args.arenas,
-        players=args.players,
-        events=args.events,
-        seed=args.seed,
-        duplicate_rate=args.duplicate_rate,
-        malformed_rate=args.malformed_rate,
-        roaming=args.roaming,
-        skill_sd=args.skill_sd,
-        start_ts=args.start_ts,
-        spacing_ms=args.spacing_ms,
+        **{name: getattr(args, name) for name in same},
         cooldown_ms=round(args.cooldown_s * 1000),
         max_age_ms=round(args.max_age_s * 1000),
     )
@@ -312,20 +304,25 @@ def _producer(bootstrap: str, topic: str, partitions: int, compression: str) -> 
             log.info("created topic", extra={"topic": topic, "partitions": partitions})
         except KafkaException as exc:  # created meanwhile by someone else: fine
             log.info("topic not created", extra={"topic": topic, "error": str(exc)})
-    return Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "client.id": "adr-simulate",
-            "logger": kafka_log,
-            "enable.idempotence": True,
-            "acks": "all",
-            "compression.type": compression,
-            "linger.ms": 5,
-            "batch.size": 1_000_000,
-            # Java's partitioner: an arena lands on the partition a Java game server would pick.
-            "partitioner": "murmur2_random",
-        }
-    )
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "client.id": "adr-simulate",
+        "logger": kafka_log,
+        "enable.idempotence": True,
+        "acks": "all",
+        "compression.type": compression,
+        "linger.ms": 5,
+        "batch.size": 1_000_000,
+        # Java's partitioner: an arena lands on the partition a Java game server would pick.
+        "partitioner": "murmur2_random",
+    }
+    try:
+        return Producer(conf)
+    except KafkaException as exc:  # a librdkafka built without this codec
+        if compression == "none":
+            raise
+        log.warning("compression unavailable", extra={"codec": compression, "error": str(exc)})
+        return Producer({**conf, "compression.type": "none"})
 
 
 def run(args: argparse.Namespace) -> int:
@@ -343,13 +340,38 @@ def run(args: argparse.Namespace) -> int:
     if not use_kafka and not args.out:
         log.error("--no-kafka needs --out FILE")
         return EXIT_USAGE
+    producer = None
+    if use_kafka:
+        from confluent_kafka import KafkaException
 
+        try:
+            producer = _producer(
+                args.bootstrap_servers, args.topic, args.partitions, args.compression
+            )
+        except KafkaException as exc:
+            log.error("cannot reach Kafka", extra={"error": str(exc)})
+            return EXIT_FAILED
+    try:
+        out = open(args.out, "w", encoding="utf-8") if args.out else None  # noqa: SIM115
+    except OSError as exc:
+        log.error("cannot write --out", extra={"error": str(exc)})
+        return EXIT_USAGE
+    target = {"topic": args.topic if use_kafka else None, "out": args.out, "rate": args.rate}
+    log.info("simulating", extra={**target, **dataclasses.asdict(cfg)})
+    summary = _pump(cfg, args, producer, out)
+    sys.stdout.write(json.dumps(summary) + "\n")
+    sys.stdout.flush()
+    return EXIT_OK if summary["failed"] == 0 else EXIT_FAILED
+
+
+def _pump(
+    cfg: SimConfig, args: argparse.Namespace, producer: Any, out: IO[str] | None
+) -> dict[str, Any]:
+    """Send the stream until done or SIGINT/SIGTERM; flush; return the summary."""
     stop: list[bool] = [False]
 
     def _stop(signum: int, _frame: object) -> None:
         stop[0] = True
-
-    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
 
     counts = dict.fromkeys(KINDS, 0)
     delivery = {"delivered": 0, "failed": 0}
@@ -362,14 +384,7 @@ def run(args: argparse.Namespace) -> int:
         if delivery["failed"] <= 5:
             log.error("delivery failed", extra={"error": str(err)})
 
-    producer = (
-        _producer(args.bootstrap_servers, args.topic, args.partitions, args.compression)
-        if use_kafka
-        else None
-    )
-    out: IO[str] | None = open(args.out, "w", encoding="utf-8") if args.out else None  # noqa: SIM115
-    target = {"topic": args.topic if use_kafka else None, "out": args.out, "rate": args.rate}
-    log.info("simulating", extra={**target, **dataclasses.asdict(cfg)})
+    previous = {sig: signal.signal(sig, _stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     bucket = _TokenBucket(args.rate)
     started = time.monotonic()
     next_progress = started + args.progress_every
@@ -387,9 +402,8 @@ def run(args: argparse.Namespace) -> int:
             sent += 1
             if time.monotonic() >= next_progress:
                 next_progress += args.progress_every
-                elapsed = time.monotonic() - started
-                log.info("progress", extra={"sent": sent, **delivery,
-                                            "rate_eps": round(sent / elapsed, 1)})  # fmt: skip
+                rate = round(sent / (time.monotonic() - started), 1)
+                log.info("progress", extra={"sent": sent, **delivery, "rate_eps": rate})
     finally:
         if out is not None:
             out.close()
@@ -397,7 +411,7 @@ def run(args: argparse.Namespace) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     elapsed = time.monotonic() - started
-    summary = {
+    return {
         "sent": sent,
         "delivered": delivery["delivered"] if producer is not None else None,
         "failed": delivery["failed"] + undelivered,
@@ -408,9 +422,6 @@ def run(args: argparse.Namespace) -> int:
         "elapsed_s": round(elapsed, 3),
         "rate_eps": round(sent / elapsed, 1) if elapsed > 0 else None,
     }
-    sys.stdout.write(json.dumps(summary) + "\n")
-    sys.stdout.flush()
-    return EXIT_OK if summary["failed"] == 0 else EXIT_FAILED
 
 
 def _produce(producer: Any, topic: str, msg: SimMessage, on_delivery: Any) -> None:
