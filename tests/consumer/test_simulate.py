@@ -296,3 +296,14 @@ def test_until_stopped_ends_cleanly_on_sigterm(tmp_path: Path) -> None:
         len(out.read_text().splitlines())
         == summary["by_kind"]["kill"] + summary["by_kind"]["duplicate"]
     )
+
+
+def test_without_start_ts_events_carry_the_clocks_time() -> None:
+    ticks = iter(range(START, START + 10_000, 7))
+    msgs = list(
+        generate(_cfg(start_ts=None, events=40, malformed_rate=0.3), clock=lambda: next(ticks))
+    )
+    assert [m.ts for m in msgs] == list(range(START, START + 7 * 40, 7))
+    for m in msgs:
+        if m.event is not None:
+            assert m.event.ts == m.ts
