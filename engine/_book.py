@@ -11,18 +11,22 @@ import msgspec
 
 from engine._cooldown import is_duplicate
 from engine._errors import EngineError
-from engine._kill import predict, rate_kill
+from engine._kill import decayed, kill_probability, predict, updated_skill
+from engine._learning_rate import eta
+from engine._pairs import PairTable
 from engine._sigma import sigma_mean, sigma_units
-from engine._snapshot import activity_time, take_snapshot
+from engine._snapshot import take_snapshot
 from engine._state import PlayerState, Snapshot, initial_snapshot, new_player
 from engine._store import PlayerStore
+from engine._tiers import tier_step
+from engine._update import phi_next
 from engine.params import MS_PER_SECOND, Params
 
 DEFAULT_CALIBRATE_EVERY_MS: Final = 300 * MS_PER_SECOND
 DEFAULT_LATENESS_MS: Final = 3600 * MS_PER_SECOND
 
-_PAIR_SHIFT: Final = 32  # cooldown key = attacker number << 32 | victim number
-_PAIR_MASK: Final = (1 << _PAIR_SHIFT) - 1
+_HEAP_SHIFT: Final = 32  # active heap entry = expiry << 32 | player number
+_HEAP_MASK: Final = (1 << _HEAP_SHIFT) - 1
 
 
 class Verdict(msgspec.Struct, frozen=True, gc=False):
@@ -72,9 +76,7 @@ class RatingBook:
         self.rejected = 0
         self.rejected_by_reason: dict[str, int] = {}
         self._watermark: int | None = None
-        self._cooldown: dict[int, int] = {}
-        self._prune_every = max(1, (lateness_ms + params.cooldown_ms) // 4)
-        self._pruned_at: int | None = None
+        self._pairs = PairTable()
         # Active set: expiry = activity time + T_active per player (0 = none); heap of
         # expiry << 32 | number with lazy deletion; `_live` players have an expiry set.
         self._expiry = array("q")
@@ -156,12 +158,9 @@ class RatingBook:
         store = self._store
         ia = store.index.get(attacker)
         ib = store.index.get(victim)
-        key = -1
-        if ia is not None and ib is not None:
-            key = (ia << _PAIR_SHIFT) | ib
-            if is_duplicate(self._cooldown.get(key), ts, params):
-                self.duplicates += 1
-                return DUPLICATE
+        if ia is not None and ib is not None and is_duplicate(self._pairs.get(ia, ib), ts, params):
+            self.duplicates += 1
+            return DUPLICATE
         if not self._fixed:
             taken = self._snapshot.taken_at
             if taken is None or ts - taken >= self.calibrate_every_ms:
@@ -172,23 +171,80 @@ class RatingBook:
             ia = self._track(attacker)
         if ib is None:
             ib = self._track(victim)
-        if key < 0:
-            key = (ia << _PAIR_SHIFT) | ib
-        out = rate_kill(
-            store.get(ia), store.get(ib), ts, self._units, len(store), self._snapshot, params
-        )
-        store.put(ia, out.attacker)
-        store.put(ib, out.victim)
-        self._units += out.sigma_units_delta
-        self._cooldown[key] = ts
-        self._touch(ia, out.attacker)
-        self._touch(ib, out.victim)
+        self._rate(ia, ib, ts)
+        self._pairs.put(ia, ib, ts, watermark - self.lateness_ms - params.cooldown_ms)
         self.counted += 1
-        if self._pruned_at is None:
-            self._pruned_at = watermark
-        elif watermark - self._pruned_at >= self._prune_every:
-            self._prune_cooldown(watermark)
         return COUNTED
+
+    def _rate(self, ia: int, ib: int, ts: int) -> None:
+        """Steps 5–13 on the stored columns; the same functions, in the same order, as rate_kill."""
+        params = self.params
+        store = self._store
+        mean = self._snapshot.mean_mu_active
+        stored_a, stored_b = store.sigma[ia], store.sigma[ib]
+        mu_a, sigma_a, returning_a = decayed(
+            store.mu[ia], stored_a, store.n[ia], store.last_ts[ia], ts, mean, params
+        )
+        mu_b, sigma_b, returning_b = decayed(
+            store.mu[ib], stored_b, store.n[ib], store.last_ts[ib], ts, mean, params
+        )
+        p = kill_probability(
+            mu_a, sigma_a, stored_a, mu_b, sigma_b, stored_b, self._units, len(store), params
+        )
+        eta_a = eta(sigma_a, store.streak[ia], store.window_mean(ia), store.phi[ia], params)
+        eta_b = eta(sigma_b, store.streak[ib], store.window_mean(ib), store.phi[ib], params)
+        eta_b_loss = params.c_loss * eta_b
+        raw_a = eta_a * (1.0 - p)
+        raw_b = -(eta_b_loss * p)
+        self._update_player(ia, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, ts)
+        self._update_player(ib, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, ts)
+        self._units += (
+            sigma_units(store.sigma[ia], params)
+            - sigma_units(stored_a, params)
+            + sigma_units(store.sigma[ib], params)
+            - sigma_units(stored_b, params)
+        )
+
+    def _update_player(
+        self,
+        i: int,
+        mu: float,
+        sigma: float,
+        returning: bool,
+        raw: float,
+        error: float,
+        won: bool,
+        ts: int,
+    ) -> None:
+        """Player i after the event, from its post-decay μ, σ and raw change (steps 9–13)."""
+        params = self.params
+        store = self._store
+        mu_next, sigma_new, pool = updated_skill(mu, sigma, store.pool[i], returning, raw, params)
+        n = store.n[i] + 1
+        tier, h_up, h_down = tier_step(
+            store.tier[i],
+            store.h_up[i],
+            store.h_down[i],
+            mu_next,
+            sigma_new,
+            n,
+            self._snapshot.boundaries,
+            params,
+        )
+        store.mu[i] = mu_next
+        store.sigma[i] = sigma_new
+        store.streak[i] = store.streak[i] + 1 if won else 0
+        store.phi[i] = phi_next(store.phi[i], error, params)
+        store.pool[i] = pool
+        store.n[i] = n
+        store.last_ts[i] = ts
+        store.tier[i] = tier
+        store.h_up[i] = h_up
+        store.h_down[i] = h_down
+        store.push_window(i, mu_next - mu)
+        activity = store.push_recent(i, ts, params)
+        if activity is not None:
+            self._touch(i, activity)
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -205,34 +261,31 @@ class RatingBook:
         self._units += sigma_units(params.sigma0, params)
         return i
 
-    def _touch(self, i: int, state: PlayerState) -> None:
+    def _touch(self, i: int, activity: int) -> None:
         """Keep player i's activity expiry (activity time + T_active) in the heap (§2.3)."""
-        t = activity_time(state, self.params)
-        if t is None:
-            return
-        expiry = t + self.params.active_ms
+        expiry = activity + self.params.active_ms
         old = self._expiry[i]
         if expiry == old:
             return
         if old == 0:
             self._live += 1
         self._expiry[i] = expiry
-        heapq.heappush(self._heap, (expiry << _PAIR_SHIFT) | i)
+        heapq.heappush(self._heap, (expiry << _HEAP_SHIFT) | i)
         if len(self._heap) > 2 * self._live + 64:
             self._compact_heap()
 
     def _compact_heap(self) -> None:
         expiry = self._expiry
-        self._heap = [e for e in self._heap if expiry[e & _PAIR_MASK] == e >> _PAIR_SHIFT]
+        self._heap = [e for e in self._heap if expiry[e & _HEAP_MASK] == e >> _HEAP_SHIFT]
         heapq.heapify(self._heap)
 
     def _expire(self, now: int) -> None:
         """Drop players whose activity expired at or before now from the active heap (§2.3)."""
         heap, expiry = self._heap, self._expiry
-        while heap and heap[0] >> _PAIR_SHIFT <= now:
+        while heap and heap[0] >> _HEAP_SHIFT <= now:
             entry = heapq.heappop(heap)
-            i = entry & _PAIR_MASK
-            if expiry[i] == entry >> _PAIR_SHIFT:
+            i = entry & _HEAP_MASK
+            if expiry[i] == entry >> _HEAP_SHIFT:
                 expiry[i] = 0
                 self._live -= 1
 
@@ -248,16 +301,10 @@ class RatingBook:
             return pending[2]
         expiry, mu = self._expiry, self._store.mu
         active = [
-            mu[e & _PAIR_MASK]
+            mu[e & _HEAP_MASK]
             for e in self._heap
-            if expiry[e & _PAIR_MASK] == e >> _PAIR_SHIFT and e >> _PAIR_SHIFT > now
+            if expiry[e & _HEAP_MASK] == e >> _HEAP_SHIFT and e >> _HEAP_SHIFT > now
         ]
         snapshot = take_snapshot(now, active, iter(mu), self._snapshot, self.params)
         self._pending = (now, self.counted, snapshot)
         return snapshot
-
-    def _prune_cooldown(self, watermark: int) -> None:
-        """Forget a→b entries no accepted event can hit: t' + cooldown ≤ W − lateness (§2.1)."""
-        horizon = watermark - self.lateness_ms - self.params.cooldown_ms
-        self._cooldown = {k: t for k, t in self._cooldown.items() if t > horizon}
-        self._pruned_at = watermark

@@ -1,11 +1,18 @@
-"""One counted kill event, steps 5–13 of adr-reading.md: decay, predict, update, tiers."""
+"""One counted kill event, steps 5–13 of adr-reading.md: decay, predict, update, tiers.
+
+The scalar steps (`decayed`, `kill_probability`, `updated_skill`) are shared by `rate_kill` (on
+PlayerState, used by the consumer) and RatingBook's columnar hot path, so both compute every
+formula through the same functions in the same order.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 import msgspec
 
 from engine._decay import decay_mu, decay_sigma, gap_days, is_returning
-from engine._learning_rate import eta
+from engine._learning_rate import eta, window_mean
 from engine._outcome import diffusion, p_ab
 from engine._sigma import sigma_mean, sigma_units
 from engine._state import PlayerState, Snapshot
@@ -31,27 +38,33 @@ class KillOutcome(msgspec.Struct, frozen=True, gc=False):
     sigma_units_delta: int
 
 
-def _decayed(
-    state: PlayerState, ts: int, mean_mu_active: float, params: Params
+def decayed(
+    mu: float,
+    sigma: float,
+    n: int,
+    last_ts: int | None,
+    ts: int,
+    mean_mu_active: float,
+    params: Params,
 ) -> tuple[float, float, bool]:
-    """(μ, σ, returning) of a player at ts before its event (§5, §8.2)."""
-    if state.n == 0:
-        return state.mu, state.sigma, False
-    gap = gap_days(ts, state.last_ts)
+    """(μ, σ, returning) of a player at ts before its event; none before its first (§5, §8.2)."""
+    if n == 0 or last_ts is None:
+        return mu, sigma, False
+    gap = gap_days(ts, last_ts)
     return (
-        decay_mu(state.mu, gap, mean_mu_active, params),
-        decay_sigma(state.sigma, gap, params),
+        decay_mu(mu, gap, mean_mu_active, params),
+        decay_sigma(sigma, gap, params),
         is_returning(gap, params),
     )
 
 
-def _p_ab_decayed(
+def kill_probability(
     mu_a: float,
     sigma_a: float,
-    a: PlayerState,
+    stored_sigma_a: float,
     mu_b: float,
     sigma_b: float,
-    b: PlayerState,
+    stored_sigma_b: float,
     total_units: int,
     count: int,
     params: Params,
@@ -60,11 +73,23 @@ def _p_ab_decayed(
     units = (
         total_units
         + sigma_units(sigma_a, params)
-        - sigma_units(a.sigma, params)
+        - sigma_units(stored_sigma_a, params)
         + sigma_units(sigma_b, params)
-        - sigma_units(b.sigma, params)
+        - sigma_units(stored_sigma_b, params)
     )
     return p_ab(mu_a, mu_b, diffusion(sigma_mean(units, count, params), params))
+
+
+def updated_skill(
+    mu: float, sigma: float, pool: float, returning: bool, raw: float, params: Params
+) -> tuple[float, float, float]:
+    """(μ', σ', ν') from post-decay μ, σ and the raw change: pool, cap, bounds, σ (9–11)."""
+    if returning:
+        pool_next, target = pool_returning(mu, pool, raw, sigma, params)
+    else:
+        pool_next, target = pool_regular(mu, pool, raw, params)
+    mu_next = capped_mu(mu, target, params)
+    return mu_next, sigma_next(sigma, mu_next - mu, params), pool_next
 
 
 def predict(
@@ -78,9 +103,11 @@ def predict(
 ) -> float:
     """P_ab as a counted "a kills b at ts" would use it (§3, §5); S, P include a and b."""
     mean = snapshot.mean_mu_active
-    mu_a, sigma_a, _ = _decayed(a, ts, mean, params)
-    mu_b, sigma_b, _ = _decayed(b, ts, mean, params)
-    return _p_ab_decayed(mu_a, sigma_a, a, mu_b, sigma_b, b, total_units, count, params)
+    mu_a, sigma_a, _ = decayed(a.mu, a.sigma, a.n, a.last_ts, ts, mean, params)
+    mu_b, sigma_b, _ = decayed(b.mu, b.sigma, b.n, b.last_ts, ts, mean, params)
+    return kill_probability(
+        mu_a, sigma_a, a.sigma, mu_b, sigma_b, b.sigma, total_units, count, params
+    )
 
 
 def _updated(
@@ -92,20 +119,14 @@ def _updated(
     error: float,
     won: bool,
     ts: int,
-    snapshot: Snapshot,
+    boundaries: Sequence[float] | None,
     params: Params,
 ) -> PlayerState:
     """A player's state after the event, from its post-decay μ, σ and raw change (steps 9–13)."""
-    if returning:
-        pool, target = pool_returning(mu, state.pool, raw, sigma, params)
-    else:
-        pool, target = pool_regular(mu, state.pool, raw, params)
-    mu_next = capped_mu(mu, target, params)
-    delta_mu = mu_next - mu
-    sigma_new = sigma_next(sigma, delta_mu, params)
+    mu_next, sigma_new, pool = updated_skill(mu, sigma, state.pool, returning, raw, params)
     n = state.n + 1
     tier, h_up, h_down = tier_step(
-        state.tier, state.h_up, state.h_down, mu_next, sigma_new, n, snapshot.boundaries, params
+        state.tier, state.h_up, state.h_down, mu_next, sigma_new, n, boundaries, params
     )
     return PlayerState(
         mu=mu_next,
@@ -118,7 +139,7 @@ def _updated(
         tier=tier,
         h_up=h_up,
         h_down=h_down,
-        window=window_next(state.window, delta_mu, params),
+        window=window_next(state.window, mu_next - mu, params),
         recent=recent_next(state.recent, ts, params),
     )
 
@@ -134,15 +155,16 @@ def rate_kill(
 ) -> KillOutcome:
     """Apply one counted event "a kills b at ts" (steps 5–13); S, P include a and b at stored σ."""
     mean = snapshot.mean_mu_active
-    mu_a, sigma_a, returning_a = _decayed(a, ts, mean, params)
-    mu_b, sigma_b, returning_b = _decayed(b, ts, mean, params)
-    p = _p_ab_decayed(mu_a, sigma_a, a, mu_b, sigma_b, b, total_units, count, params)
-    eta_a = eta(sigma_a, a.streak, a.window, a.phi, params)
-    eta_b_loss = params.c_loss * eta(sigma_b, b.streak, b.window, b.phi, params)
+    mu_a, sigma_a, returning_a = decayed(a.mu, a.sigma, a.n, a.last_ts, ts, mean, params)
+    mu_b, sigma_b, returning_b = decayed(b.mu, b.sigma, b.n, b.last_ts, ts, mean, params)
+    p = kill_probability(mu_a, sigma_a, a.sigma, mu_b, sigma_b, b.sigma, total_units, count, params)
+    eta_a = eta(sigma_a, a.streak, window_mean(a.window), a.phi, params)
+    eta_b_loss = params.c_loss * eta(sigma_b, b.streak, window_mean(b.window), b.phi, params)
     raw_a = eta_a * (1.0 - p)
     raw_b = -(eta_b_loss * p)
-    new_a = _updated(a, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, ts, snapshot, params)
-    new_b = _updated(b, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, ts, snapshot, params)
+    bounds = snapshot.boundaries
+    new_a = _updated(a, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, ts, bounds, params)
+    new_b = _updated(b, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, ts, bounds, params)
     delta = (
         sigma_units(new_a.sigma, params)
         - sigma_units(a.sigma, params)

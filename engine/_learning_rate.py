@@ -35,11 +35,11 @@ def window_mean(window: Sequence[float]) -> float:
     return math.fsum(window) / len(window) if window else 0.0
 
 
-def eta(sigma: float, streak: int, window: Sequence[float], phi: float, params: Params) -> float:
-    """η = η_base·η_streak·η_vol·η_trend, evaluated left to right (§4.1)."""
+def eta(sigma: float, streak: int, w_bar: float, phi: float, params: Params) -> float:
+    """η = η_base·η_streak·η_vol·η_trend, evaluated left to right; w̄ = window_mean (§4.1)."""
     return (
         eta_base(sigma, params)
         * eta_streak(streak, params)
-        * eta_vol(window_mean(window), params)
+        * eta_vol(w_bar, params)
         * eta_trend(phi, params)
     )

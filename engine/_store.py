@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from array import array
 from collections.abc import Iterator
 
 from engine._state import PlayerState
+from engine._update import recent_next
 from engine.params import Params
 
 _NO_TS = -(2**63)  # last_ts of a player with no counted event (PlayerState.last_ts is None)
@@ -100,6 +102,47 @@ class PlayerStore:
         r0 = i * self._R
         self.rec[r0 : r0 + len(recent)] = array("q", recent)
         self.rec_len[i] = len(recent)
+
+    def window_mean(self, i: int) -> float:
+        """w̄ of player i: fsum of its window / its length, 0 when empty (§2.2)."""
+        length = self.win_len[i]
+        if length == 0:
+            return 0.0
+        w0 = i * self._L
+        return math.fsum(self.win[w0 : w0 + length]) / length
+
+    def push_window(self, i: int, delta_mu: float) -> None:
+        """Append |Δμ| to player i's window, dropping the oldest past L (§4.5, as window_next)."""
+        size = self._L
+        w0 = i * size
+        length = self.win_len[i]
+        if length < size:
+            self.win[w0 + length] = abs(delta_mu)
+            self.win_len[i] = length + 1
+        else:
+            self.win[w0 : w0 + size - 1] = self.win[w0 + 1 : w0 + size]
+            self.win[w0 + size - 1] = abs(delta_mu)
+
+    def push_recent(self, i: int, ts: int, params: Params) -> int | None:
+        """Count an event at ts in player i's recent times (as recent_next); its activity time."""
+        size = self._R
+        r0 = i * size
+        length = self.rec_len[i]
+        rec = self.rec
+        if length == 0 or ts >= rec[r0 + length - 1]:
+            if length < size:
+                rec[r0 + length] = ts
+                length += 1
+                self.rec_len[i] = length
+            else:
+                rec[r0 : r0 + size - 1] = rec[r0 + 1 : r0 + size]
+                rec[r0 + size - 1] = ts
+        else:
+            recent = recent_next(tuple(rec[r0 : r0 + length]), ts, params)
+            length = len(recent)
+            rec[r0 : r0 + length] = array("q", recent)
+            self.rec_len[i] = length
+        return rec[r0] if length == size else None
 
     def sorted_items(self) -> Iterator[tuple[str, PlayerState]]:
         """(id, state) for every player, by id."""

@@ -6,7 +6,7 @@ import dataclasses
 import math
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import Any
 
 from engine._errors import ParamError
 
@@ -17,6 +17,7 @@ TIER_LABELS: tuple[str, ...] = (
     "1H", "1M", "1L", "2H", "2M", "2L", "3H", "3M", "3L", "4H", "4M", "4L", "5H", "5M", "5L",
 )  # fmt: skip
 
+INT_FIELDS: frozenset[str] = frozenset({"s_max", "n_min", "n_active", "p_min", "window"})
 _UNIFORM_SHARES: tuple[Fraction, ...] = (Fraction(1, TIER_COUNT),) * TIER_COUNT
 
 
@@ -68,14 +69,10 @@ class Params:
     sigma_k: int = dataclasses.field(init=False, repr=False, compare=False)
     quantile_ps: tuple[Fraction, ...] = dataclasses.field(init=False, repr=False, compare=False)
 
-    INT_FIELDS: ClassVar[frozenset[str]] = frozenset(
-        {"s_max", "n_min", "n_active", "p_min", "window"}
-    )
-
     def __post_init__(self) -> None:
         _validate(self)
         for f in dataclasses.fields(self):
-            if not f.init or f.name in self.INT_FIELDS:
+            if not f.init or f.name in INT_FIELDS:
                 continue
             value = getattr(self, f.name)
             if isinstance(value, int):
@@ -122,7 +119,7 @@ def _parse(name: str, raw: Any) -> Any:
             return tuple(
                 Fraction(str(x).strip()) if isinstance(x, str) else Fraction(x) for x in items
             )
-        if name in Params.INT_FIELDS:
+        if name in INT_FIELDS:
             if isinstance(raw, bool) or (not isinstance(raw, int | str)):
                 raise ValueError("not an integer")
             return int(raw)
@@ -146,7 +143,7 @@ def _validate(p: Params) -> None:
         if not f.init or f.name == "tier_shares":
             continue
         value = getattr(p, f.name)
-        if f.name in Params.INT_FIELDS:
+        if f.name in INT_FIELDS:
             if not isinstance(value, int) or isinstance(value, bool):
                 raise ParamError(f"{f.name} must be an integer, got {value!r}")
         elif not isinstance(value, int | float) or isinstance(value, bool):

@@ -130,7 +130,7 @@ def test_window_mean_and_eta_product() -> None:
     assert window_mean((1.0, 2.0, 3.0, 6.0)) == 3.0
     assert window_mean(()) == 0.0
     # §4.1: σ=200, s=3, w̄=20, φ=0.5: 40·1.45·(1/1.3)·1.15 = 51.3077
-    assert eta(200.0, 3, (20.0,) * 4, 0.5, P) == pytest.approx(51.307692, abs=1e-6)
+    assert eta(200.0, 3, window_mean((20.0,) * 4), 0.5, P) == pytest.approx(51.307692, abs=1e-6)
 
 
 # -- §8.2–§8.4 safeguards --------------------------------------------------------------------

@@ -29,6 +29,7 @@ from engine import (
     sigma_units,
     take_snapshot,
 )
+from engine._pairs import PairTable
 
 DAY = 86_400_000
 T0 = 1_700_000_000_000
@@ -144,8 +145,12 @@ def test_book_equals_the_reference_driver_bit_for_bit(events: list[Event], param
 @FAST
 @given(streams(monotone=True), PARAMS)
 def test_cooldown_pruning_keeps_dedup_exact(events: list[Event], params: Params) -> None:
-    # lateness 0: the a→b table is pruned every 15 s of event time; nothing may change.
-    book = replay(events, params, lateness_ms=0)
+    # lateness 0 and a tiny a→b table: it refills (and forgets) every few events.
+    book = RatingBook(params, calibrate_every_ms=EVERY_MS, lateness_ms=0)
+    book._pairs = PairTable(capacity=8)
+    for i, (a, b, ts) in enumerate(events):
+        book.apply(str(i), a, b, ts)
+    assert len(book._pairs) < len(events) or len(events) < 6
     states, snapshot, _ = reference_replay(events, params)
     assert exact(book.players()) == exact(states)
     assert exact(book.snapshot) == exact(snapshot)
@@ -233,3 +238,28 @@ def test_book_boundaries_are_non_increasing(events: list[Event], params: Params)
     bounds = replay(events, params).snapshot.boundaries
     if bounds is not None:
         assert all(bounds[k] >= bounds[k + 1] for k in range(13))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 5), st.integers(0, 5), st.integers(0, 90_000)), max_size=150),
+    st.integers(0, 200_000),
+)
+def test_pair_table_answers_like_a_dict_inside_the_horizon(
+    steps: list[tuple[int, int, int]], lateness: int
+) -> None:
+    # Whatever the table forgot, dedup of any event not older than W − lateness is unchanged.
+    params = Params()
+    table = PairTable(capacity=8)
+    model: dict[tuple[int, int], int] = {}
+    ts = 0
+    for a, b, gap in steps:
+        ts += gap
+        horizon = ts - lateness - params.cooldown_ms
+        for x in range(6):
+            for y in range(6):
+                for probe in (ts - lateness, ts):
+                    got = is_duplicate(table.get(x, y), probe, params)
+                    assert got == is_duplicate(model.get((x, y)), probe, params)
+        table.put(a, b, ts, horizon)
+        model[(a, b)] = ts
