@@ -57,9 +57,19 @@ def run(args: argparse.Namespace) -> int:
         client.close()
 
 
-def _once(calibrator: Calibrator, topic: TopicPublisher) -> int:
+def _ensure_topic(topic: TopicPublisher) -> bool:
+    """Create the topic if missing; a broker outage must not stop the Redis publication."""
     try:
         topic.ensure_topic()
+    except TierJobError as exc:
+        log.error("cannot create the tier-boundaries topic", extra={"error": str(exc)})
+        return False
+    return True
+
+
+def _once(calibrator: Calibrator, topic: TopicPublisher) -> int:
+    _ensure_topic(topic)
+    try:
         result = calibrator.run_once()
     except (TierJobError, redis.RedisError) as exc:
         log.error("calibration failed", extra={"error": str(exc)})
@@ -94,13 +104,14 @@ def _forever(calibrator: Calibrator, topic: TopicPublisher, config: Config) -> i
     topic_ready = False
     next_at = time.monotonic()
     while not stop.is_set():
-        try:
+        if not topic_ready:
+            topic_ready = _ensure_topic(topic)
             if not topic_ready:
-                topic.ensure_topic()
-                topic_ready = True
+                metrics.errors.labels("topic_setup").inc()
+        try:
             result = calibrator.run_once()
         except (TierJobError, redis.RedisError) as exc:
-            metrics.failed("topic_setup" if not topic_ready else "calibrate")
+            metrics.failed("calibrate")
             log.error("calibration failed", extra={"error": str(exc)})
         else:
             metrics.observe(result)

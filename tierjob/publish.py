@@ -98,6 +98,8 @@ class TopicPublisher:
             if exc.args and exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
                 return
             raise PublishError(f"cannot create topic {self.topic!r}: {exc}") from exc
+        except TimeoutError as exc:
+            raise PublishError(f"no broker answered within {self._timeout} s") from exc
 
     def send(self, key: str, value: bytes) -> None:
         """Produce one message and wait for the broker's acknowledgement (PublishError if none)."""

@@ -157,3 +157,14 @@ def test_two_replicas_publish_once_per_interval(
     assert final is not None and final[0] == total
     messages = read_topic(kafka_bootstrap, topic, total)
     assert [decode_tier_boundaries(m.value()).version for m in messages] == versions
+
+
+def test_a_broker_outage_still_publishes_to_redis_and_exits_1(
+    capsys, redis_client: redis.Redis, redis_url: str, ns: str
+) -> None:  # type: ignore[no-untyped-def]
+    argv = ["calibrate", "--redis-url", redis_url, "--bootstrap-servers", "127.0.0.1:1"]
+    argv += ["--namespace", ns, "--kafka-timeout", "1.5"]
+    assert main(argv) == 1
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["outcome"] == "published" and summary["topic_error"]
+    assert decode_snapshot(redis_client.hgetall(Keys.of(ns).snapshot)) is not None
