@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 from types import FrameType
 
+from stack._errors import StackError
 from stack._kafka import DEFAULT_HEAP_MB, KafkaBroker
 from stack._redis import RedisServer
 
@@ -51,6 +52,9 @@ class LocalStack:
         self._kafka_started = False
         self._redis_started = False
         self._failed = False
+        # A failed start is reported again to every later caller, not retried test after test.
+        self._kafka_error: BaseException | None = None
+        self._redis_error: BaseException | None = None
         self._lock = threading.Lock()
 
     def kafka_bootstrap(self) -> str:
@@ -60,9 +64,12 @@ class LocalStack:
                 self._kafka_started = True
                 try:
                     self.kafka.start()
-                except BaseException:
+                except BaseException as e:
                     self._failed = True
+                    self._kafka_error = e
                     raise
+            if self._kafka_error is not None:
+                raise StackError(f"the Kafka broker failed to start: {self._kafka_error}")
             return self.kafka.bootstrap
 
     def redis_url(self) -> str:
@@ -72,9 +79,12 @@ class LocalStack:
                 self._redis_started = True
                 try:
                     self.redis.start()
-                except BaseException:
+                except BaseException as e:
                     self._failed = True
+                    self._redis_error = e
                     raise
+            if self._redis_error is not None:
+                raise StackError(f"redis-server failed to start: {self._redis_error}")
             return self.redis.url
 
     def pids(self) -> list[int]:
