@@ -1,0 +1,105 @@
+"""The `{ns}:snapshot` hash codec (exact float round trip) and the tier job's Prometheus metrics."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+import redis
+from _tierjob_support import T0, drop_namespace, player, write_players
+from hypothesis import given
+from hypothesis import strategies as st
+from prometheus_client import generate_latest
+
+from engine import Params, Snapshot
+from tierjob import Calibrator, Config, Keys, StateError, decode_snapshot, encode_snapshot
+from tierjob.metrics import Metrics
+
+_finite = st.floats(allow_nan=False, allow_infinity=False)
+
+
+@given(
+    version=st.integers(1, 2**62),
+    taken_at=st.integers(0, 2**53),
+    mean=_finite,
+    bounds=st.none() | st.lists(_finite, min_size=14, max_size=14).map(tuple),
+    count=st.integers(0, 10**9),
+)
+def test_snapshot_hash_round_trips_bit_for_bit(
+    version: int, taken_at: int, mean: float, bounds: tuple[float, ...] | None, count: int
+) -> None:
+    snap = Snapshot(taken_at=taken_at, mean_mu_active=mean, boundaries=bounds, active_count=count)
+    fields = encode_snapshot(snap) | {"version": str(version)}
+    raw = {k.encode(): v.encode() for k, v in fields.items()}
+    decoded = decode_snapshot(raw)
+    assert decoded == (version, snap)
+    assert decoded is not None
+    got = decoded[1]
+    assert repr(got.mean_mu_active) == repr(mean)  # -0.0 stays -0.0
+    assert [repr(b) for b in got.boundaries or ()] == [repr(b) for b in bounds or ()]
+
+
+def test_no_boundaries_is_written_empty_and_null_reads_as_none() -> None:
+    snap = Snapshot(taken_at=5, mean_mu_active=1000.0, boundaries=None, active_count=0)
+    assert encode_snapshot(snap)["boundaries"] == ""
+    fields = {"version": "3", "computed_at": "5", "active_count": "0", "mean_mu_active": "1000.0"}
+    assert decode_snapshot(fields | {"boundaries": "null"}) == (3, snap)
+    assert decode_snapshot({}) is None
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"boundaries": "[1.0, 2.0]"},
+        {"boundaries": "[" + ",".join(["NaN"] * 14) + "]"},
+        {"mean_mu_active": "inf"},
+        {"version": "x"},
+        {"computed_at": None},
+    ],
+)
+def test_unreadable_snapshot_hash_is_a_state_error(bad: dict[str, str | None]) -> None:
+    fields: dict[str, str | None] = {
+        "version": "1",
+        "computed_at": "5",
+        "active_count": "0",
+        "mean_mu_active": "1000.0",
+        "boundaries": "",
+    } | bad
+    with pytest.raises(StateError):
+        decode_snapshot({k: v for k, v in fields.items() if v is not None})
+
+
+def test_metrics_expose_the_published_snapshot(redis_client: redis.Redis, unique_name) -> None:  # type: ignore[no-untyped-def]
+    params = Params()
+    keys = Keys.of(unique_name("tjm"))
+    rng = random.Random(31)
+    players = {
+        f"p{i}": player(params, rng.uniform(0, 4000), tuple(T0 - 10 - j for j in range(5)))
+        for i in range(25)
+    }
+    write_players(redis_client, keys, players, params)
+    redis_client.hset(keys.tier_counts, mapping={"2M": 7, "5L": 3})
+    try:
+        result = Calibrator(redis_client, Config(namespace=keys.namespace)).run_once(T0)
+    finally:
+        drop_namespace(redis_client, keys)
+    metrics = Metrics()
+    metrics.observe(result)
+    text = generate_latest(metrics.registry).decode()
+    values = {
+        line.rsplit(" ", 1)[0]: float(line.rsplit(" ", 1)[1])
+        for line in text.splitlines()
+        if line and not line.startswith("#")
+    }
+    snap = result.snapshot
+    assert snap is not None and snap.boundaries is not None
+    assert values["adr_active_players"] == 25
+    assert values["adr_mean_mu_active"] == snap.mean_mu_active
+    assert values['adr_tier_boundary{k="1"}'] == snap.boundaries[0]
+    assert values['adr_tier_boundary{k="14"}'] == snap.boundaries[13]
+    assert values['adr_tier_players{tier="2M"}'] == 7
+    assert values['adr_tier_players{tier="1H"}'] == 0
+    assert values["adr_calibration_lease_held"] == 1
+    assert values["adr_calibration_duration_seconds_count"] == 1
+    assert values["adr_calibration_last_success_timestamp_seconds"] == T0 / 1000
+    assert values['adr_calibration_runs_total{outcome="published"}'] == 1
