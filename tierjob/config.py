@@ -64,31 +64,44 @@ class Config:
         return max(1, round(seconds * 1000))
 
 
-# flag dest -> (environment variable, type)
-_ENV: dict[str, tuple[str, type]] = {
-    "redis_url": ("REDIS_URL", str),
-    "bootstrap_servers": ("KAFKA_BOOTSTRAP_SERVERS", str),
-    "namespace": ("ADR_NAMESPACE", str),
-    "topic": ("ADR_TIER_TOPIC", str),
-    "every": ("ADR_CALIBRATE_EVERY", float),
-    "lease_ttl": ("ADR_CALIBRATE_LEASE_TTL", float),
-    "metrics_port": ("ADR_METRICS_PORT", int),
-    "metrics_host": ("ADR_METRICS_HOST", str),
-    "prune_chunk": ("ADR_CALIBRATE_PRUNE_CHUNK", int),
-    "kafka_timeout": ("ADR_KAFKA_TIMEOUT", float),
-    "holder_id": ("ADR_INSTANCE_ID", str),
+# flag dest -> (environment variable, type, help)
+_ENV: dict[str, tuple[str, type, str]] = {
+    "redis_url": ("REDIS_URL", str, "Redis holding the rating state"),
+    "bootstrap_servers": ("KAFKA_BOOTSTRAP_SERVERS", str, "Kafka bootstrap servers"),
+    "namespace": ("ADR_NAMESPACE", str, "Redis key namespace {ns}; the topic's message key"),
+    "topic": ("ADR_TIER_TOPIC", str, "compacted topic for tier-boundaries v1 (created if missing)"),
+    "every": ("ADR_CALIBRATE_EVERY", float, "seconds between calibrations; unset: run once"),
+    "lease_ttl": (
+        "ADR_CALIBRATE_LEASE_TTL",
+        float,
+        "seconds the lease outlives its last renewal; unset: 2 x --every, or 60 for one run",
+    ),
+    "metrics_port": ("ADR_METRICS_PORT", int, "Prometheus port with --every (0: none)"),
+    "metrics_host": ("ADR_METRICS_HOST", str, "Prometheus bind address"),
+    "prune_chunk": ("ADR_CALIBRATE_PRUNE_CHUNK", int, "expired players removed per Lua call"),
+    "kafka_timeout": ("ADR_KAFKA_TIMEOUT", float, "seconds to wait for the broker's ack"),
+    "holder_id": ("ADR_INSTANCE_ID", str, "this replica's lease holder id"),
 }
+
+_EPILOG = (
+    "exit status (one run): 0 published, or another replica holds the lease; 1 Redis error or "
+    "the topic missed the message (Redis has the snapshot); 2 usage. With --every: runs until "
+    "SIGTERM/SIGINT, then 0."
+)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of `adr calibrate`; each defaults to its environment variable, then Config's."""
+    parser.epilog = _EPILOG
     defaults = Config()
-    for dest, (env, typ) in _ENV.items():
+    for dest, (env, typ, text) in _ENV.items():
         flag = "--" + dest.replace("_", "-")
         shown = "hostname-pid-random" if dest == "holder_id" else getattr(defaults, dest)
-        parser.add_argument(
-            flag, dest=dest, type=typ, default=None, help=f"(env {env}; default {shown})"
-        )
+        if shown is None:
+            help_text = f"{text} (env {env})"
+        else:
+            help_text = f"{text} (env {env}; default {shown})"
+        parser.add_argument(flag, dest=dest, type=typ, default=None, help=help_text)
     add_param_argument(parser)
 
 
@@ -123,7 +136,7 @@ def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None
     """Config from parsed flags over environment variables over defaults."""
     env = os.environ if environ is None else environ
     values: dict[str, object] = {}
-    for dest, (var, typ) in _ENV.items():
+    for dest, (var, typ, _) in _ENV.items():
         flag_value = getattr(args, dest, None)
         if flag_value is not None:
             values[dest] = flag_value
