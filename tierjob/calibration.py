@@ -82,7 +82,9 @@ class Calibrator:
         self._keys = Keys.of(config.namespace)
         self._topic = topic
         self.lease = Lease(client, self._keys.lease, config.holder_id, config.lease_ttl_ms)
-        self._reader = PopulationReader(client, self._keys, config.holder_id, config.prune_chunk)
+        self._reader = PopulationReader(
+            client, self._keys, config.holder_id, config.prune_chunk, renew=self.lease.hold
+        )
         self._publisher = RedisPublisher(client, self._keys, config.holder_id)
 
     def run_once(self, now_ms: int | None = None) -> CalibrationResult:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable
 from typing import Any
 
 import redis
@@ -59,7 +60,16 @@ class Population:
 class PopulationReader:
     """Reads the population of one namespace under one replica's lease."""
 
-    def __init__(self, client: redis.Redis, keys: Keys, holder_id: str, prune_chunk: int) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        keys: Keys,
+        holder_id: str,
+        prune_chunk: int,
+        renew: Callable[[], bool] | None = None,
+    ) -> None:
+        """`renew` extends the lease between prune chunks (a long first prune outlives a TTL)."""
+        self._renew = renew
         self._client = client
         self._keys = keys
         self._holder = holder_id
@@ -94,6 +104,8 @@ class PopulationReader:
             removed_total += int(removed)
             if done:
                 return removed_total
+            if self._renew is not None and not self._renew():
+                raise LeaseLost("lease lost while pruning")
 
     def _read_fast(self, cutoff_ms: int) -> tuple[int, list[float]]:
         """|A| and the μ of every member of `{ns}:active_mu` (ascending), read atomically."""

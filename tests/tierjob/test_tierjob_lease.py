@@ -101,3 +101,40 @@ def test_release_gives_up_only_ones_own_lease(redis_client: redis.Redis, ns: str
     assert b.lease.hold()
     ttl = redis_client.pttl(keys.lease)
     assert 0 < ttl <= 30_000
+
+
+def spread_activity(client: redis.Redis, keys: Keys) -> None:
+    """40 active players with distinct activity times (ties would share one prune chunk)."""
+    players = {
+        f"s{i}": player(PARAMS, 1000.0 + i, tuple(T0 - 1000 * i - j for j in range(5)))
+        for i in range(40)
+    }
+    write_players(client, keys, players, PARAMS)
+
+
+def test_a_long_prune_renews_the_lease_between_chunks(redis_client: redis.Redis, ns: str) -> None:
+    keys = Keys.of(ns)
+    redis_client.delete(keys.activity, keys.active_mu)
+    spread_activity(redis_client, keys)
+    lease = replica(redis_client, ns, "a").lease
+    assert lease.hold()
+    renewals: list[int] = []
+
+    def renew() -> bool:
+        renewals.append(redis_client.pttl(keys.lease))
+        return lease.hold()
+
+    reader = PopulationReader(redis_client, keys, "a", 3, renew=renew)
+    assert reader.prune(T0 + 8 * 86_400_000) == 40  # all 40 expired, 3 per Lua call
+    assert len(renewals) == 13
+
+
+def test_a_prune_stops_when_the_renewal_fails(redis_client: redis.Redis, ns: str) -> None:
+    keys = Keys.of(ns)
+    redis_client.delete(keys.activity, keys.active_mu)
+    spread_activity(redis_client, keys)
+    assert replica(redis_client, ns, "a").lease.hold()
+    reader = PopulationReader(redis_client, keys, "a", 3, renew=lambda: False)
+    with pytest.raises(LeaseLost):
+        reader.prune(T0 + 8 * 86_400_000)
+    assert redis_client.zcard(keys.active_mu) == 37
