@@ -9,7 +9,7 @@
 --   5 lb score, member, ...   6 activity (same)   7 active_mu (same)   8 not active: member, ...
 --   9 tier counts label, delta, ...   10 pop deltas: count, sigma_hi, sigma_lo
 --   11 cooldowns key, ts, pxat, ...   12 offsets partition, next, ...
---   13 outbox player, message, ...
+--   13 outbox: one msgpack array of [player, rating change] pairs (or nothing)
 -- Returns {0} when applied, {1, what, key} when a checked value changed (then nothing is written).
 local HASH_ITEMS = 27  -- the key and 13 field/value pairs
 local CHUNK = 2000     -- stay far below Lua's limit on unpack() arguments
@@ -67,5 +67,5 @@ first, last = section(11)
 for i = first, last, 3 do redis.call('SET', ARGV[i], ARGV[i + 1], 'PXAT', ARGV[i + 2]) end
 bulk('HSET', KEYS[1], 12)
 first, last = section(13)
-for i = first, last, 2 do redis.call('XADD', KEYS[2], '*', 'k', ARGV[i], 'm', ARGV[i + 1]) end
+for i = first, last do redis.call('XADD', KEYS[2], '*', 'm', ARGV[i]) end
 return {0}

@@ -1,9 +1,10 @@
 """The outbox relay: rating changes written by the atomic batch write -> Kafka, at least once.
 
+Each outbox entry holds one batch's rating changes (`m`: msgpack array of [player, message]).
 Entries are read through a Redis stream consumer group, so instances sharing a namespace never
 send the same entry twice while alive. An entry is XACKed and XDELed only after Kafka confirmed
-it; an entry read by an instance that then died is claimed by another after `claim_idle_ms` and
-sent again: the only way a duplicate (same `id`) reaches `rating-changes`.
+every message of it; an entry read by an instance that then died is claimed by another after
+`claim_idle_ms` and sent again: the only way a duplicate (same `id`) reaches `rating-changes`.
 """
 
 from __future__ import annotations
@@ -12,13 +13,27 @@ import logging
 import time
 from typing import Final
 
+import msgspec
 import redis
-from confluent_kafka import KafkaError, Producer
+from confluent_kafka import KafkaError, Message, Producer
 
 from consumer._metrics import Metrics
 
 GROUP: Final = "relay"
+_ENTRY: Final = msgspec.msgpack.Decoder(list[tuple[str, bytes]])
+_ACK_CHUNK: Final = 1000
 log = logging.getLogger("adr.consumer.relay")
+
+
+class _Entry:
+    """Delivery bookkeeping of one outbox entry."""
+
+    __slots__ = ("entry_id", "failed", "pending")
+
+    def __init__(self, entry_id: bytes, pending: int) -> None:
+        self.entry_id = entry_id
+        self.pending = pending
+        self.failed = False
 
 
 class Relay:
@@ -41,35 +56,31 @@ class Relay:
         self._batch = batch
         self._claim_idle_ms = claim_idle_ms
         self._metrics = metrics
-        self._delivered: list[bytes] = []
+        self._done: list[bytes] = []
         self._in_flight = 0
         self._next_claim = 0.0
         self._group_ready = False
 
-    def _ensure_group(self) -> None:
-        if self._group_ready:
-            return
-        try:
-            self._r.xgroup_create(self._stream, GROUP, id="0", mkstream=True)
-        except redis.ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
-        self._group_ready = True
-
     def pump(self) -> int:
-        """Acknowledge what Kafka confirmed, then send what the outbox holds; returns sent."""
+        """Acknowledge what Kafka confirmed, then send what the outbox holds; returns entries."""
         self._producer.poll(0)
         self._acknowledge()
-        self._ensure_group()
+        if not self._group_ready:
+            try:
+                self._r.xgroup_create(self._stream, GROUP, id="0", mkstream=True)
+            except redis.ResponseError as exc:
+                if "BUSYGROUP" not in str(exc):
+                    raise
+            self._group_ready = True
         entries: list[tuple[bytes, dict[bytes, bytes]]] = []
-        now = time.monotonic()
-        if now >= self._next_claim:
-            self._next_claim = now + self._claim_idle_ms / 2000
-            claimed = self._r.xautoclaim(
-                self._stream, GROUP, self._name, self._claim_idle_ms, "0-0", count=self._batch
-            )
-            entries.extend(e for e in claimed[1] if e[1])
         try:
+            now = time.monotonic()
+            if now >= self._next_claim:
+                self._next_claim = now + self._claim_idle_ms / 2000
+                claimed = self._r.xautoclaim(
+                    self._stream, GROUP, self._name, self._claim_idle_ms, "0-0", count=self._batch
+                )
+                entries.extend(e for e in claimed[1] if e[1])
             reply = self._r.xreadgroup(GROUP, self._name, {self._stream: ">"}, count=self._batch)
         except redis.ResponseError as exc:
             if "NOGROUP" not in str(exc):
@@ -79,45 +90,47 @@ class Relay:
         for _stream, items in reply or []:
             entries.extend(items)
         for entry_id, fields in entries:
-            self._send(entry_id, fields)
+            self._send(entry_id, _ENTRY.decode(fields[b"m"]))
         self._producer.poll(0)
         return len(entries)
 
-    def _send(self, entry_id: bytes, fields: dict[bytes, bytes]) -> None:
-        while True:
-            try:
-                self._producer.produce(
-                    self._topic,
-                    value=fields[b"m"],
-                    key=fields[b"k"],
-                    on_delivery=lambda err, msg, eid=entry_id: self._delivered_cb(err, eid),
-                )
-                self._in_flight += 1
-                return
-            except BufferError:
-                self._producer.poll(0.1)  # local queue full: let deliveries drain
+    def _send(self, entry_id: bytes, messages: list[tuple[str, bytes]]) -> None:
+        entry = _Entry(entry_id, len(messages))
 
-    def _delivered_cb(self, err: KafkaError | None, entry_id: bytes) -> None:
-        self._in_flight -= 1
-        if err is None:
-            self._delivered.append(entry_id)
-        else:
-            self._metrics.swallowed.labels("relay_delivery").inc()
-            log.warning("rating change not delivered, will resend", extra={"error": str(err)})
+        def delivered(err: KafkaError | None, _msg: Message) -> None:
+            self._in_flight -= 1
+            entry.pending -= 1
+            if err is not None:
+                entry.failed = True  # stays pending in the group: claimed and re-sent later
+                self._metrics.swallowed.labels("relay_delivery").inc()
+                log.warning("rating change not delivered", extra={"error": str(err)})
+            if entry.pending == 0 and not entry.failed:
+                self._done.append(entry.entry_id)
+
+        for player, value in messages:
+            while True:
+                try:
+                    self._producer.produce(
+                        self._topic, value=value, key=player, on_delivery=delivered
+                    )
+                    self._in_flight += 1
+                    break
+                except BufferError:
+                    self._producer.poll(0.05)  # local queue full: let deliveries drain
 
     def _acknowledge(self) -> None:
-        if not self._delivered:
+        if not self._done:
             return
-        ids, self._delivered = self._delivered, []
+        ids, self._done = self._done, []
         pipe = self._r.pipeline(transaction=False)
-        for i in range(0, len(ids), 5000):
-            chunk = ids[i : i + 5000]
+        for i in range(0, len(ids), _ACK_CHUNK):
+            chunk = ids[i : i + _ACK_CHUNK]
             pipe.xack(self._stream, GROUP, *chunk)
             pipe.xdel(self._stream, *chunk)
         try:
             pipe.execute()
         except redis.RedisError:
-            self._delivered = ids + self._delivered  # retried by the caller's backoff
+            self._done = ids + self._done  # acknowledged on the next try
             raise
 
     def drain(self, timeout_s: float) -> None:
@@ -128,8 +141,5 @@ class Relay:
         self._acknowledge()
 
     def backlog(self) -> int:
+        """Outbox entries (batches) not yet acknowledged."""
         return int(self._r.xlen(self._stream))
-
-    @property
-    def in_flight(self) -> int:
-        return self._in_flight

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.resources
 import json
+from collections.abc import Sequence
 from typing import Final
 
+import hiredis
+import msgspec
 import redis
 
 from consumer._batch import Plan, View
 from consumer._errors import ConsumerError
 from consumer._keys import Keys
 from consumer._redis_codec import FIELDS, decode_player
-from engine import Params, Snapshot, initial_snapshot
+from engine import Params, PlayerState, Snapshot, initial_snapshot
 
-_SCRIPT: Final = importlib.resources.files("consumer").joinpath("_apply.lua").read_text()
-_POP_FIELDS: Final = ("count", "sigma_hi", "sigma_lo")
+_SCRIPTS: Final = importlib.resources.files("consumer")
+_WRITE: Final = _SCRIPTS.joinpath("_apply.lua").read_text()
+_READ: Final = _SCRIPTS.joinpath("_read.lua").read_text()
+_FIELD_COUNT: Final = len(FIELDS)
+_OUTBOX: Final = msgspec.msgpack.Encoder()
+"""One outbox entry per batch: `m` = msgpack array of [player, rating-change bytes] pairs."""
 _SNAPSHOT_FIELDS: Final = ("version", "computed_at", "active_count", "mean_mu_active", "boundaries")
 _BOUNDARY_COUNT: Final = 14
 
@@ -36,7 +44,8 @@ class Store:
         self._keys = keys
         self._params = params
         self._offsets_key = keys.offsets(topic)
-        self._apply = client.register_script(_SCRIPT)
+        self._apply = _Script(client, _WRITE)
+        self._read = _Script(client, _READ)
         self._snapshot_version: bytes | None = None
         self._snapshot = initial_snapshot(params)
 
@@ -48,37 +57,34 @@ class Store:
         return {p: None if v is None else int(v) for p, v in zip(partitions, values, strict=True)}
 
     def read_view(self, players: list[str], pairs: list[str], partitions: list[int]) -> View:
-        """Everything the batch is computed from, in one round trip."""
-        pipe = self._r.pipeline(transaction=False)
-        for player in players:
-            pipe.hmget(self._keys.player(player), FIELDS)
-        if pairs:
-            pipe.mget(pairs)
-        pipe.hmget(self._keys.pop, _POP_FIELDS)
-        pipe.hmget(self._offsets_key, [str(p) for p in partitions] or ["-"])
-        pipe.hget(self._keys.snapshot, "version")
-        replies = pipe.execute()
-        n = len(players)
-        stored: dict[str, tuple[object, int]] = {}
-        for player, values in zip(players, replies[:n], strict=True):
-            decoded = decode_player(values)
-            stored[player] = (None, 0) if decoded is None else decoded
-        cooldowns = (
-            {k: None if v is None else int(v) for k, v in zip(pairs, replies[n], strict=True)}
-            if pairs
-            else {}
+        """Everything the batch is computed from, read by one script (one consistent instant)."""
+        k = self._keys
+        reply = self._read(
+            (self._offsets_key, k.pop, k.snapshot),
+            (len(players), *map(k.player, players), len(pairs), *pairs, *partitions),
         )
-        count, hi, lo = replies[-3]
+        stored: dict[str, tuple[PlayerState | None, int]] = {}
+        at = 0
+        for player in players:
+            decoded = decode_player(reply[at : at + _FIELD_COUNT])
+            stored[player] = (None, 0) if decoded is None else decoded
+            at += _FIELD_COUNT
+        cooldowns = {
+            key: None if v is None else int(v) for key, v in zip(pairs, reply[at:], strict=False)
+        }
+        at += len(pairs)
+        count, hi, lo = reply[at : at + 3]
+        at += 3
         offsets = {
-            p: None if v is None else int(v) for p, v in zip(partitions, replies[-2], strict=False)
+            p: None if v is None else int(v) for p, v in zip(partitions, reply[at:], strict=False)
         }
         return View(
-            players=stored,  # type: ignore[arg-type]
+            players=stored,
             cooldowns=cooldowns,
             sigma_units_total=(int(hi or 0) << 32) + int(lo or 0),
             player_count=int(count or 0),
             offsets=offsets,
-            snapshot=self._current_snapshot(replies[-1]),
+            snapshot=self._current_snapshot(reply[-1]),
         )
 
     def _current_snapshot(self, version: bytes | None) -> Snapshot:
@@ -96,22 +102,22 @@ class Store:
         k = self._keys
         keep_ms = cooldown_ms + max_age_ms
         sections: list[list[object]] = [
-            _flat((key, str(ver)) for key, ver in plan.player_checks),
-            _flat((key, "" if ts is None else str(ts)) for key, ts in plan.cooldown_checks),
-            _flat((str(p), "" if o is None else str(o)) for p, o in plan.offset_checks),
+            _flat(plan.player_checks),
+            _flat((key, "" if ts is None else ts) for key, ts in plan.cooldown_checks),
+            _flat((p, "" if o is None else o) for p, o in plan.offset_checks),
             _flat([key, *fields] for key, fields in plan.players),
             _flat(plan.leaderboard),
             _flat(plan.activity),
             _flat(plan.active_mu),
             list(plan.inactive),
-            _flat((label, str(d)) for label, d in plan.tier_counts.items()),
-            [str(plan.count_delta), str(plan.sigma_hi_delta), str(plan.sigma_lo_delta)],
+            _flat(plan.tier_counts.items()),
+            [plan.count_delta, plan.sigma_hi_delta, plan.sigma_lo_delta],
             # A pair's key is needed while an accepted event could still fall in its cooldown.
-            _flat((key, str(ts), str(ts + keep_ms)) for key, ts in plan.cooldowns),
-            _flat((str(p), str(o)) for p, o in plan.offsets),
-            _flat(plan.outbox),
+            _flat((key, ts, ts + keep_ms) for key, ts in plan.cooldowns),
+            _flat(plan.offsets),
+            [_OUTBOX.encode(plan.outbox)] if plan.outbox else [],
         ]
-        args: list[object] = [str(len(s)) for s in sections]
+        args: list[object] = [len(s) for s in sections]
         for section in sections:
             args.extend(section)
         keys = [
@@ -123,13 +129,45 @@ class Store:
             k.pop,
             k.tier_counts,
         ]
-        result = self._apply(keys=keys, args=args)
+        result = self._apply(keys, args)
         if int(result[0]) != 0:
             what, key = result[1], result[2]
             raise Conflict(
                 what.decode() if isinstance(what, bytes) else str(what),
                 key.decode() if isinstance(key, bytes) else str(key),
             )
+
+
+class _Script:
+    """EVALSHA of one Lua script, packed by hiredis in one call (redis-py's per-argument packing
+    costs more than the script itself for a batch's tens of thousands of arguments)."""
+
+    def __init__(self, client: redis.Redis, source: str) -> None:
+        self._client = client
+        self._source = source
+        self._sha = hashlib.sha1(source.encode()).hexdigest()
+
+    def __call__(self, keys: Sequence[object], args: Sequence[object]) -> list[object]:
+        packed = hiredis.pack_command(("EVALSHA", self._sha, len(keys), *keys, *args))
+        try:
+            return self._send(packed)
+        except redis.exceptions.NoScriptError:
+            pass
+        self._client.script_load(self._source)  # a restarted Redis forgot it
+        return self._send(packed)
+
+    def _send(self, packed: bytes) -> list[object]:
+        pool = self._client.connection_pool
+        conn = pool.get_connection("EVALSHA")
+        try:
+            conn.send_packed_command([packed])
+            reply = conn.read_response()
+        except (redis.ConnectionError, redis.TimeoutError):
+            conn.disconnect()
+            raise
+        finally:
+            pool.release(conn)
+        return reply  # type: ignore[no-any-return]
 
 
 def _flat(pairs: object) -> list[object]:
@@ -146,8 +184,8 @@ def parse_snapshot(values: list[bytes | None]) -> Snapshot:
     if mean_mu is None:
         raise ConsumerError("snapshot hash lacks mean_mu_active")
     parsed: tuple[float, ...] | None = None
-    if boundaries:
-        text = boundaries.decode().strip()
+    text = (boundaries or b"").decode().strip()
+    if text and text != "null":
         items = json.loads(text) if text.startswith("[") else text.replace(",", " ").split()
         parsed = tuple(float(x) for x in items)
         if len(parsed) != _BOUNDARY_COUNT:

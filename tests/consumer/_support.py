@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 import redis
@@ -182,11 +182,12 @@ def wait_applied(
     topic: str,
     ends: dict[int, int],
     timeout: float,
-    procs: list[subprocess.Popen[bytes]] | None = None,
+    alive: Callable[[], bool] = lambda: True,
 ) -> None:
     """Until Redis's stored offsets reach `ends` (partition -> end offset)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        assert alive(), "the consumer died"
         got = applied_offsets(client, keys, topic)
         if all(got.get(p, 0) >= e for p, e in ends.items()):
             return
