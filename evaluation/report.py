@@ -247,6 +247,16 @@ def _section_10_6(fig: dict[str, Any]) -> list[str]:
             ],
             rows,
         ),
+        "Where ours differ from the paper, and why: Elo matches to the cent (K = 32, opponent "
+        "held). TrueSkill matches 31.52 only with the package's default draw probability 0.10 "
+        "and the opponent at μ = 40 — a guess at the paper's set-up; our TrueSkill system uses "
+        "no draws (30.91). The paper states neither the uncertainties, nor the population, nor "
+        "μ̄_A, so Glicko-2 and ADR depend on our choices above. ADR is the project's binding "
+        "reading (`adr-reading.md`): a gap of exactly 60 days is *not* a return (gap > t_return "
+        "strictly), so the safeguard only shows at 61 days; the pool drains as it releases. "
+        "The 'largest kill' column is the paper's point: with the safeguard on, ADR's first "
+        "kill back moves it by a few points, not the 28 it moves without it.",
+        "",
         "![returning player](returning_player.png)",
         "",
     ]
