@@ -120,9 +120,10 @@ class KafkaBroker:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Controlled shutdown (SIGTERM), SIGKILL after ``timeout`` s."""
-        if self.pid is not None:
-            stop_pid(self.pid, timeout=timeout, popen=self._popen)
-        self._popen = None
+        # Only a process we hold a handle on: a bare pid may have been reused since.
+        if self._popen is not None:
+            stop_pid(self._popen.pid, timeout=timeout, popen=self._popen)
+            self._popen = None
 
     def alive(self) -> bool:
         """Whether the broker process is running."""

@@ -62,9 +62,10 @@ class RedisServer:
 
     def stop(self, timeout: float = 10.0) -> None:
         """SIGTERM (redis exits at once without persistence), SIGKILL after ``timeout`` s."""
-        if self.pid is not None:
-            stop_pid(self.pid, timeout=timeout, popen=self._popen)
-        self._popen = None
+        # Only a process we hold a handle on: a bare pid may have been reused since.
+        if self._popen is not None:
+            stop_pid(self._popen.pid, timeout=timeout, popen=self._popen)
+            self._popen = None
 
     def alive(self) -> bool:
         """Whether the redis-server process is running."""
