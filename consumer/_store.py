@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.resources
+import inspect
 import json
 from collections.abc import Sequence
 from typing import Final
@@ -22,6 +23,13 @@ _SCRIPTS: Final = importlib.resources.files("consumer")
 _WRITE: Final = _SCRIPTS.joinpath("_apply.lua").read_text()
 _READ: Final = _SCRIPTS.joinpath("_read.lua").read_text()
 _FIELD_COUNT: Final = len(FIELDS)
+# redis-py < 5.3 requires get_connection's command name; later releases deprecate passing it.
+_COMMAND_NAME: Final = (
+    ()
+    if inspect.signature(redis.ConnectionPool.get_connection).parameters["command_name"].default
+    is None
+    else ("EVALSHA",)
+)
 _OUTBOX: Final = msgspec.msgpack.Encoder()
 """One outbox entry per batch: `m` = msgpack array of [player, rating-change bytes] pairs."""
 _SNAPSHOT_FIELDS: Final = ("version", "computed_at", "active_count", "mean_mu_active", "boundaries")
@@ -158,7 +166,7 @@ class _Script:
 
     def _send(self, packed: bytes) -> list[object]:
         pool = self._client.connection_pool
-        conn = pool.get_connection("EVALSHA")
+        conn = pool.get_connection(*_COMMAND_NAME)
         try:
             conn.send_packed_command([packed])
             reply = conn.read_response()

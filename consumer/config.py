@@ -23,6 +23,10 @@ class Config:
     namespace: str = "adr"
     topic: str = "kill-events"
     group: str = "adr-consumer"
+    group_instance_id: str = ""
+    """Kafka static membership: a restarted instance with the same id takes its partitions back
+    at once instead of waiting for the session timeout (set one per replica, e.g. the pod name)."""
+    session_timeout_ms: int = 10_000
     rating_topic: str = "rating-changes"
     dlq_topic: str = "kill-events-dlq"
     batch_size: int = 1000
@@ -59,6 +63,8 @@ _ENV: dict[str, tuple[str, type]] = {
     "namespace": ("ADR_NAMESPACE", str),
     "topic": ("ADR_TOPIC", str),
     "group": ("ADR_GROUP", str),
+    "group_instance_id": ("ADR_GROUP_INSTANCE_ID", str),
+    "session_timeout_ms": ("ADR_SESSION_TIMEOUT_MS", int),
     "rating_topic": ("ADR_RATING_TOPIC", str),
     "dlq_topic": ("ADR_DLQ_TOPIC", str),
     "batch_size": ("ADR_BATCH_SIZE", int),

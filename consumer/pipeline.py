@@ -13,6 +13,7 @@ import logging
 import signal
 import time
 from collections.abc import Callable
+from http.server import ThreadingHTTPServer
 from types import FrameType
 from typing import Final, TypeVar
 
@@ -56,10 +57,13 @@ class Pipeline:
             config.redis_url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=5
         )
         self.store = Store(self.redis, self.keys, config.topic, params)
+        static = {"group.instance.id": config.group_instance_id} if config.group_instance_id else {}
         self.kafka = Consumer(
             {
+                **static,
                 "bootstrap.servers": config.bootstrap_servers,
                 "group.id": config.group,
+                "session.timeout.ms": config.session_timeout_ms,
                 "enable.auto.commit": False,
                 "auto.offset.reset": "earliest",
                 "enable.partition.eof": False,
@@ -92,13 +96,14 @@ class Pipeline:
         self.positions: dict[int, int] = {}
         self._stopping = False
         self._next_lag = 0.0
+        self.http: ThreadingHTTPServer | None = None
 
     # -- the loop -----------------------------------------------------------------------------
 
     def run(self, serve_metrics: bool = True, signals: bool = True) -> None:
         """Consume until SIGTERM/SIGINT, then finish the batch, flush, commit, leave the group."""
         if serve_metrics:
-            serve(self.metrics, self.config.metrics_host, self.config.metrics_port)
+            self.http = serve(self.metrics, self.config.metrics_host, self.config.metrics_port)
         if signals:
             self._install_signals()
         self.kafka.subscribe(
@@ -317,6 +322,8 @@ class Pipeline:
         self.producer.flush(5)
         self.kafka.close()  # commits nothing more (auto commit off), leaves the group
         self.redis.close()
+        if self.http is not None:
+            self.http.shutdown()
         log.info("consumer stopped")
 
     # -- retries ------------------------------------------------------------------------------

@@ -99,6 +99,12 @@ def publish_snapshot(client: redis.Redis, keys: Keys, snapshot: Snapshot, versio
     )
 
 
+def counted_ids(evs: Iterable[KillEvent], params: Params) -> list[str]:
+    """Ids of the events the replay counts (not duplicates), in order."""
+    book = RatingBook(params, fixed_snapshot=SNAPSHOT)
+    return [e.id for e in evs if book.apply(e.id, e.attacker, e.victim, e.ts).kind == "counted"]
+
+
 def replay(evs: Iterable[KillEvent], params: Params, snapshot: Snapshot) -> RatingBook:
     book = RatingBook(params, fixed_snapshot=snapshot)
     for e in evs:
@@ -140,15 +146,20 @@ def state_mismatches(got: PlayerState, want: PlayerState) -> list[str]:
 
 
 def assert_redis_equals_replay(
-    client: redis.Redis, keys: Keys, book: RatingBook, params: Params
+    client: redis.Redis, keys: Keys, book: RatingBook, params: Params, exact: bool = False
 ) -> None:
-    """Every field of every player, the ranks, the σ-sum and P equal the replay's."""
+    """Every field of every player (within 1e-9 relative, or bit for bit when `exact`), the
+    ranks, tier counts, the σ-sum and P equal the replay's."""
     stored = redis_players(client, keys)
     want = book.players()
     assert set(stored) == set(want), f"{len(set(stored) ^ set(want))} players differ"
     problems = []
     for player, (state, ver) in stored.items():
-        bad = state_mismatches(state, want[player])
+        bad = (
+            ([] if state == want[player] else [f"{state!r} != {want[player]!r}"])
+            if exact
+            else state_mismatches(state, want[player])
+        )
         if bad:
             problems.append(f"{player}: {bad}")
         assert ver >= 1
