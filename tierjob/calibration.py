@@ -67,6 +67,8 @@ class CalibrationResult:
                 "reconcile_dropped": p.dropped,
                 "reconcile_added": p.added,
                 "fallback_all_players": bool(p.fallback_mus),
+                "prune_s": round(p.prune_s, 6),
+                "read_s": round(p.read_s, 6),
             }
         return out
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -55,6 +56,10 @@ class Population:
     """Inactive players the reconciliation removed."""
     added: int
     """Active players missing from `{ns}:active_mu` that the reconciliation added."""
+    prune_s: float = 0.0
+    """Seconds spent pruning (∝ players expired since the last run)."""
+    read_s: float = 0.0
+    """Seconds spent reading μ over A (∝ |A|; O(P) only in the A-empty fallback)."""
 
 
 class PopulationReader:
@@ -80,7 +85,9 @@ class PopulationReader:
 
     def read(self, cutoff_ms: int) -> Population:
         """The population at `cutoff_ms` (= now − t_active); LeaseLost if the lease is gone."""
+        started = time.perf_counter()
         expired = self.prune(cutoff_ms)
+        pruned = time.perf_counter()
         count, mus = self._read_fast(cutoff_ms)
         dropped = added = 0
         reconciled = count != len(mus)
@@ -88,7 +95,10 @@ class PopulationReader:
             mus, dropped, added = self._reconcile(cutoff_ms)
         mus.sort()
         fallback = [] if mus else self.all_mus()
-        return Population(mus, fallback, expired, reconciled, dropped, added)
+        read = time.perf_counter()
+        return Population(
+            mus, fallback, expired, reconciled, dropped, added, pruned - started, read - pruned
+        )
 
     def prune(self, cutoff_ms: int) -> int:
         """Remove the players expired in (pruned_to, cutoff] from `{ns}:active_mu`, in chunks."""
