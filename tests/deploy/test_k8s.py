@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib.util
 from typing import Any
 
 import jsonschema
@@ -308,7 +307,5 @@ def test_workload_args_parse_with_the_adr_cli() -> None:
     for name in (CONSUMER, TIERJOB):
         args = container(one("Deployment", name))["args"]
         assert args[0] in SUBCOMMANDS
-        if importlib.util.find_spec(SUBCOMMANDS[args[0]][0]) is None:  # TODO(ops): drop at merge
-            pytest.skip(f"{SUBCOMMANDS[args[0]][0]} has not landed yet")
         parsed = build_parser(args).parse_args(args)
         assert isinstance(parsed, argparse.Namespace)
