@@ -6,7 +6,7 @@ for test sessions; ``adr demo`` runs the whole pipeline on them.
 
 from stack._endpoints import SessionServers, docker_answers
 from stack._errors import StackError
-from stack._kafka import KafkaBroker
+from stack._kafka import KafkaBroker, prepare_kafka
 from stack._local import LocalStack
 from stack._ports import free_port
 from stack._provision import kafka_lib_dir, kafka_version, redis_server_bin
@@ -24,5 +24,6 @@ __all__ = [
     "free_port",
     "kafka_lib_dir",
     "kafka_version",
+    "prepare_kafka",
     "redis_server_bin",
 ]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import base64
 import os
+import shutil
 import subprocess
+import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -13,7 +16,7 @@ from pathlib import Path
 from stack._errors import StackError
 from stack._ports import LOOPBACK, free_port, port_open
 from stack._procs import log_tail, pid_alive, spawn, stop_pid
-from stack._provision import java_bin, kafka_lib_dir
+from stack._provision import cds_archive_path, file_lock, java_bin, kafka_classpath, kafka_lib_dir
 
 DEFAULT_HEAP_MB = 512
 START_ATTEMPTS = 3  # only when the ports are our own pick: another process may grab one first
@@ -78,6 +81,7 @@ class KafkaBroker:
     heap_mb: int = DEFAULT_HEAP_MB
     tied_to_parent: bool = True
     extra_config: dict[str, str] = field(default_factory=dict)
+    extra_jvm_flags: list[str] = field(default_factory=list)
     pid: int | None = None
     _popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
@@ -94,16 +98,18 @@ class KafkaBroker:
     def start(self, timeout: float = 120.0) -> str:
         """Format storage, start the broker, wait until it answers metadata; return bootstrap."""
         lib = kafka_lib_dir()
+        classpath = kafka_classpath(lib)
+        cds = _cds_flags(lib)
         pick_ports = self.port == 0 or self.controller_port == 0
         for attempt in range(1, START_ATTEMPTS + 1):
             if pick_ports:
                 self.port, self.controller_port = free_port(), free_port()
                 while self.controller_port == self.port:
                     self.controller_port = free_port()
-            props = self._write_config(attempt)
-            self._format(lib, props)
+            props, data = self._write_config(attempt)
+            shutil.copytree(_storage_template(lib, classpath, cds), data)
             self._popen = spawn(
-                [java_bin(), *self._jvm_flags(), "-cp", f"{lib}/*", "kafka.Kafka", str(props)],
+                [java_bin(), *self._jvm_flags(), *cds, "-cp", classpath, "kafka.Kafka", str(props)],
                 self.log_path,
                 tied_to_parent=self.tied_to_parent,
             )
@@ -134,38 +140,24 @@ class KafkaBroker:
     def _jvm_flags(self) -> list[str]:
         heap = int(os.environ.get("ADR_KAFKA_HEAP_MB", self.heap_mb))
         extra = os.environ.get("ADR_KAFKA_JVM_OPTS", "").split()
-        return [f"-Xms{min(128, heap)}m", f"-Xmx{heap}m", *_JVM_FLAGS, *extra]
+        return [
+            f"-Xms{min(128, heap)}m",
+            f"-Xmx{heap}m",
+            *_JVM_FLAGS,
+            *self.extra_jvm_flags,
+            *extra,
+        ]
 
-    def _write_config(self, attempt: int) -> Path:
+    def _write_config(self, attempt: int) -> tuple[Path, Path]:
         data = self.workdir / f"kafka-data-{attempt}"
         config = {
-            **_BASE_CONFIG,
-            "controller.quorum.voters": f"1@{LOOPBACK}:{self.controller_port}",
-            "listeners": (
-                f"PLAINTEXT://{LOOPBACK}:{self.port},CONTROLLER://{LOOPBACK}:{self.controller_port}"
-            ),
-            "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{self.port}",
-            "log.dirs": str(data),
+            **_config(self.port, self.controller_port, data),
             **self.extra_config,
         }
         self.workdir.mkdir(parents=True, exist_ok=True)
         props = self.workdir / "server.properties"
-        props.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
-        return props
-
-    def _format(self, lib: Path, props: Path) -> None:
-        log = self.workdir / "kafka-format.log"
-        argv = [
-            java_bin(), *_TOOL_FLAGS, "-cp", f"{lib}/*", "kafka.tools.StorageTool",
-            "format", "-t", _cluster_id(), "-c", str(props),
-        ]  # fmt: skip
-        with open(log, "wb") as out:
-            done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, check=False)
-        if done.returncode != 0:
-            raise StackError(
-                f"formatting KRaft storage failed (exit {done.returncode}); log: {log}\n"
-                f"{log_tail(log)}"
-            )
+        _write_properties(props, config)
+        return props, data
 
     def _wait_ready(self, timeout: float) -> None:
         # Imported here so `adr stack status` and the provisioning path stay light.
@@ -194,3 +186,114 @@ class KafkaBroker:
             f"Kafka broker did not answer metadata within {timeout:.0f} s; "
             f"log: {self.log_path}\n{log_tail(self.log_path)}"
         )
+
+
+def _config(port: int, controller_port: int, data: Path) -> dict[str, str]:
+    return {
+        **_BASE_CONFIG,
+        "controller.quorum.voters": f"1@{LOOPBACK}:{controller_port}",
+        "listeners": f"PLAINTEXT://{LOOPBACK}:{port},CONTROLLER://{LOOPBACK}:{controller_port}",
+        "advertised.listeners": f"PLAINTEXT://{LOOPBACK}:{port}",
+        "log.dirs": str(data),
+    }
+
+
+def _write_properties(path: Path, config: dict[str, str]) -> None:
+    path.write_text("".join(f"{k}={v}\n" for k, v in config.items()))
+
+
+def _storage_template(lib: Path, classpath: str, cds: list[str]) -> Path:
+    """A formatted KRaft log dir, made once per release and copied for every broker.
+
+    Formatting writes only meta.properties (cluster id, node 1, a directory id) and the bootstrap
+    metadata checkpoint; none of it depends on ports or paths, and copying it saves a JVM start
+    (1-3 s on a busy 2-core machine) per broker. Brokers share the cluster id: they never meet.
+    """
+    template = lib.parent / "storage-template"
+    if (template / "meta.properties").is_file():
+        return template
+    with file_lock(lib.parent / ".storage.lock"):
+        if (template / "meta.properties").is_file():
+            return template
+        work = Path(tempfile.mkdtemp(prefix="storage-", dir=lib.parent))
+        try:
+            props, log = work / "format.properties", work / "format.log"
+            # Ports are never bound by the format tool; any valid numbers do.
+            _write_properties(props, _config(9092, 9093, work / "data"))
+            argv = [
+                java_bin(), *_TOOL_FLAGS, *cds, "-cp", classpath, "kafka.tools.StorageTool",
+                "format", "-t", _cluster_id(), "-c", str(props),
+            ]  # fmt: skip
+            with open(log, "wb") as out:
+                done = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT, check=False)
+            if done.returncode != 0:
+                raise StackError(
+                    f"formatting KRaft storage failed (exit {done.returncode}):\n{log_tail(log)}"
+                )
+            (work / "data").rename(template)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    return template
+
+
+def _cds_flags(lib: Path) -> list[str]:
+    archive = cds_archive_path(lib)
+    # -Xshare:auto: a stale or foreign archive is ignored (with a log line), never fatal.
+    return [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"] if archive.is_file() else []
+
+
+def prepare_kafka(timeout: float = 300.0) -> Path:
+    """Resolve the broker jars and train its class-data-sharing archive; return the lib folder.
+
+    The archive roughly halves the broker's start time on a busy 2-core machine and lowers its
+    memory; it is built once (one broker start and stop, ~10-30 s) and reused. Without it the
+    broker still starts, only slower, so a failed training run is reported and ignored.
+    """
+    lib = kafka_lib_dir()
+    archive = cds_archive_path(lib)
+    if archive.is_file():
+        return lib
+    with file_lock(lib.parent / ".cds.lock"), tempfile.TemporaryDirectory(prefix="adr-cds-") as tmp:
+        if archive.is_file():  # another session trained it while we waited
+            return lib
+        partial = Path(tmp) / "kafka.jsa"
+        broker = KafkaBroker(Path(tmp), extra_jvm_flags=[f"-XX:ArchiveClassesAtExit={partial}"])
+        try:
+            _exercise(broker.start(timeout=timeout))
+        except Exception as e:  # the archive is an optimisation: go on without it
+            print(f"adr stack: CDS training run failed ({e}); continuing without", file=sys.stderr)
+        finally:
+            broker.stop(timeout=timeout)  # the JVM writes the archive while it exits
+        if partial.is_file() and partial.stat().st_size > 0:
+            shutil.copyfile(partial, archive.with_suffix(".tmp"))
+            archive.with_suffix(".tmp").replace(archive)
+    return lib
+
+
+def _exercise(bootstrap: str) -> None:
+    """Touch the broker's produce, fetch, group and transaction paths so their classes load."""
+    from confluent_kafka import Consumer, Producer
+
+    from stack._topics import TopicAdmin
+
+    topic = TopicAdmin(bootstrap).create("cds-training", partitions=2)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "cds-training"})
+    producer.init_transactions(60)
+    producer.begin_transaction()
+    for i in range(100):
+        producer.produce(topic, key=str(i).encode(), value=b"x" * 100)
+    producer.commit_transaction(60)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "cds-training",
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.subscribe([topic])
+    seen, deadline = 0, time.monotonic() + 60
+    while seen < 100 and time.monotonic() < deadline:
+        seen += sum(1 for m in consumer.consume(100, 1.0) if m.error() is None)
+    consumer.commit(asynchronous=False)
+    consumer.close()

@@ -45,7 +45,8 @@ def kafka_version() -> str:
 
 
 @contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive flock on ``path`` (created if missing) for the block."""
     # Several test sessions may provision at once; one downloads, the others wait and reuse.
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path, "w") as f:
@@ -63,7 +64,7 @@ def kafka_lib_dir() -> Path:
     lib = base / f"kafka-{kafka_version()}-{digest}" / "lib"
     if (lib / _COMPLETE).is_file():
         return lib
-    with _locked(base / ".lock"):
+    with file_lock(base / ".lock"):
         if (lib / _COMPLETE).is_file():
             return lib
         mvn = shutil.which("mvn") or _install_and_find("mvn", ["maven"])
@@ -85,6 +86,22 @@ def kafka_lib_dir() -> Path:
         lib.parent.mkdir(parents=True, exist_ok=True)
         staging.rename(lib)
     return lib
+
+
+def kafka_classpath(lib: Path) -> str:
+    """The broker's class path: its jars in a fixed order (a CDS archive must see the same)."""
+    return ":".join(str(jar) for jar in sorted(lib.glob("*.jar")))
+
+
+def cds_archive_path(lib: Path) -> Path:
+    """Where the broker's class-data-sharing archive for this JVM and these jars lives.
+
+    A dynamic CDS archive (JDK 13+) holds the parsed classes of one training run; it is only
+    valid for the exact JVM build and class path it was dumped with, hence the key.
+    """
+    java = Path(java_bin()).resolve()
+    key = hashlib.sha256(f"{java}:{java.stat().st_mtime_ns}:{lib}".encode()).hexdigest()[:12]
+    return lib.parent / f"kafka-{key}.jsa"
 
 
 def java_bin() -> str:
@@ -123,7 +140,7 @@ def apt_install(packages: Sequence[str]) -> None:
             f"at servers you already run"
         )
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    with _locked(cache_root() / "apt.lock"):
+    with file_lock(cache_root() / "apt.lock"):
         for argv in (
             [apt, "-qq", "update"],
             [apt, "-qq", "install", "-y", "--no-install-recommends", *packages],
