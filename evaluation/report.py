@@ -69,7 +69,7 @@ def _markdown(fig: dict[str, Any]) -> list[str]:
         f"{stream['absence_days']} days from day {stream['absence_start_day']} and come back "
         f"+{stream['return_boost']:g} stronger; "
         + "; ".join(
-            f"{stream['farmers_per_pattern']} median players each kill the same weakest player "
+            f"{stream['farmers_per_pattern']} median players each kill one of the weakest players "
             f"{p['kills']} times {p['interval_s']} s apart ({p['name']})"
             for p in stream["farm_patterns"]
         )
