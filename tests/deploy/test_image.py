@@ -1,0 +1,45 @@
+"""The Dockerfile's `pip install .` gets all the code and every data file the code reads."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import tomllib
+
+from tests.deploy._metrics import REPO
+
+
+def _pyproject() -> dict:  # type: ignore[type-arg]
+    return tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
+def _packages() -> list[str]:
+    include = _pyproject()["tool"]["setuptools"]["packages"]["find"]["include"]
+    return sorted({p.rstrip("*").rstrip(".") for p in include})
+
+
+def test_dockerfile_copies_every_package_and_the_build_files() -> None:
+    dockerfile = (REPO / "Dockerfile").read_text()
+    copied = {  # the sources of every `COPY SRC... DEST`
+        name.rstrip("/")
+        for m in re.finditer(r"^COPY\s+(.+)\s+\S+$", dockerfile, re.M)
+        for name in m.group(1).split()
+    }
+    assert {"pyproject.toml", _pyproject()["project"]["readme"]} <= copied
+    assert set(_packages()) <= copied
+
+
+def test_every_data_file_of_a_package_is_package_data() -> None:
+    """A non-Python file inside a package (a Lua script, a schema) is only in the installed
+    image if pyproject's package-data names it; an editable install hides the omission."""
+    package_data: dict[str, list[str]] = _pyproject()["tool"]["setuptools"].get("package-data", {})
+    missing = []
+    for package in _packages():
+        for path in (REPO / package).rglob("*"):
+            if not path.is_file() or path.suffix in (".py", ".pyc") or "__pycache__" in path.parts:
+                continue
+            rel = path.relative_to(REPO / package).as_posix()
+            globs = package_data.get(package, []) + package_data.get("*", [])
+            if not any(fnmatch.fnmatch(rel, g) for g in globs):
+                missing.append(f"{package}/{rel}")
+    assert not missing, f"add to [tool.setuptools.package-data]: {missing}"
