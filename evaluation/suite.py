@@ -57,6 +57,8 @@ SYSTEMS: dict[str, tuple[str, Callable[[Params], RatingSystem]]] = {
     "trueskill": ("TrueSkill package, 1-vs-1, no draws, default scale", lambda p: TrueSkill()),
 }
 PAPER_SYSTEMS = ("adr", "elo-k32", "glicko2", "trueskill")
+# Relative run time per system family, for scheduling only.
+_COST = {"trueskill": 8, "adr": 3, "glicko2": 2}
 
 
 def _median(values: list[float]) -> float | None:
@@ -171,7 +173,9 @@ def run_suite(
     protocol: dict[str, Any] = {}
     curves: dict[str, Any] = {}
     with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(_run_one, name, cfg, opts, overrides) for name in systems]
+        # Longest first (TrueSkill's package, then ADR) so the pool does not end on one slow job.
+        ordered = sorted(systems, key=lambda n: -_COST.get(n.split("-")[0], 1))
+        futures = [pool.submit(_run_one, name, cfg, opts, overrides) for name in ordered]
         done: dict[str, tuple[dict[str, Any], dict[str, Any] | None]] = {}
         for future in as_completed(futures):
             name, summary, pq = future.result()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from evaluation.elo import Elo, FideElo, MobaElo, MobaLadder, UscfElo
 from evaluation.glicko2 import Glicko2, GlickoRating, rate_period, win_probability
@@ -201,3 +203,31 @@ def test_every_baseline_speaks_the_interface(system: RatingSystem) -> None:
     assert 0.5 < p < 1.0
     assert system.predict("b", "a", 1) == pytest.approx(1.0 - p)
     assert system.tier("a") is None
+
+
+@given(
+    st.floats(0.0, 3000.0),
+    st.floats(0.0, 3000.0),
+    st.sampled_from([10.0, 16.0, 32.0]),
+)
+def test_elo_fixed_k_is_zero_sum_and_rewards_the_winner(ra: float, rb: float, k: float) -> None:
+    elo = Elo(k=k)
+    elo.ratings.update({"a": ra, "b": rb})
+    elo.update("a", "b", 0)
+    assert elo.rating("a") + elo.rating("b") == pytest.approx(ra + rb)
+    assert elo.rating("a") >= ra
+    assert elo.rating("a") - ra <= k
+
+
+@given(st.floats(1000.0, 2000.0), st.floats(1000.0, 2000.0), st.floats(30.0, 350.0))
+def test_glicko2_winner_up_loser_down_and_the_game_informs(ra: float, rb: float, rd: float) -> None:
+    # Glickman steps 6-7: φ' = 1/sqrt(1/φ*² + 1/v) < φ* = sqrt(φ² + σ'²); φ' may exceed φ itself
+    # when φ is small (the volatility inflation outweighs one game's information).
+    glicko = Glicko2()
+    glicko.players.update({"a": GlickoRating(ra, rd), "b": GlickoRating(rb, rd)})
+    glicko.update("a", "b", 0)
+    assert glicko.rating("a") > ra
+    assert glicko.rating("b") < rb
+    for p in ("a", "b"):
+        new = glicko.players[p]
+        assert new.rd < math.hypot(rd, new.vol * 173.7178)
