@@ -15,7 +15,7 @@ from pathlib import Path
 
 from stack._errors import StackError
 from stack._ports import LOOPBACK, free_port, port_open
-from stack._procs import log_tail, pid_alive, spawn, stop_pid
+from stack._procs import log_tail, spawn, stop_pid
 from stack._provision import cds_archive_path, file_lock, java_bin, kafka_classpath, kafka_lib_dir
 
 DEFAULT_HEAP_MB = 512
@@ -96,7 +96,7 @@ class KafkaBroker:
         return self.workdir / "kafka.log"
 
     def start(self, timeout: float = 120.0) -> str:
-        """Format storage, start the broker, wait until it answers metadata; return bootstrap."""
+        """Lay out storage, start the broker, wait until it answers metadata; return bootstrap."""
         lib = kafka_lib_dir()
         classpath = kafka_classpath(lib)
         cds = _cds_flags(lib)
@@ -133,9 +133,7 @@ class KafkaBroker:
 
     def alive(self) -> bool:
         """Whether the broker process is running."""
-        if self._popen is not None:
-            return self._popen.poll() is None
-        return self.pid is not None and pid_alive(self.pid)
+        return self._popen is not None and self._popen.poll() is None
 
     def _jvm_flags(self) -> list[str]:
         heap = int(os.environ.get("ADR_KAFKA_HEAP_MB", self.heap_mb))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from stack._errors import StackError
 from stack._ports import LOOPBACK, free_port, port_open
-from stack._procs import log_tail, pid_alive, spawn, stop_pid
+from stack._procs import log_tail, spawn, stop_pid
 from stack._provision import redis_server_bin
 
 START_ATTEMPTS = 3
@@ -69,9 +69,7 @@ class RedisServer:
 
     def alive(self) -> bool:
         """Whether the redis-server process is running."""
-        if self._popen is not None:
-            return self._popen.poll() is None
-        return self.pid is not None and pid_alive(self.pid)
+        return self._popen is not None and self._popen.poll() is None
 
     def _wait_ready(self, timeout: float) -> None:
         import redis
