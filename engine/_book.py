@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import heapq
-from array import array
 from collections.abc import Iterator
 from typing import Final, Literal
 
@@ -17,7 +16,7 @@ from engine._pairs import PairTable
 from engine._sigma import sigma_mean, sigma_units
 from engine._snapshot import take_snapshot
 from engine._state import PlayerState, Snapshot, initial_snapshot, new_player
-from engine._store import PlayerStore
+from engine._store import PlayerRecord, PlayerStore
 from engine._tiers import tier_step
 from engine._update import phi_next
 from engine.params import MS_PER_SECOND, Params
@@ -76,12 +75,11 @@ class RatingBook:
         self.rejected = 0
         self.rejected_by_reason: dict[str, int] = {}
         self._watermark: int | None = None
-        self._pairs = PairTable()
-        # Active set: expiry = activity time + T_active per player (0 = none); heap of
-        # expiry << 32 | number with lazy deletion; `_live` players have an expiry set.
-        self._expiry = array("q")
+        self._pairs = PairTable(params.cooldown_ms, lateness_ms)
+        # Active set (§2.3): each player with an activity expiry (activity time + T_active) has
+        # exactly one heap entry `expiry << 32 | number`, which may lag behind its record's
+        # expiry (that only grows); entries are re-filed when they come due.
         self._heap: list[int] = []
-        self._live = 0
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -155,12 +153,14 @@ class RatingBook:
         if watermark is None or ts > watermark:
             self._watermark = watermark = ts
         params = self.params
-        store = self._store
-        ia = store.index.get(attacker)
-        ib = store.index.get(victim)
-        if ia is not None and ib is not None and is_duplicate(self._pairs.get(ia, ib), ts, params):
-            self.duplicates += 1
-            return DUPLICATE
+        index = self._store.index
+        ia = index.get(attacker)
+        ib = index.get(victim)
+        if ia is not None and ib is not None:
+            last = self._pairs.last(ia, ib, ts, watermark)
+            if is_duplicate(last, ts, params):
+                self.duplicates += 1
+                return DUPLICATE
         if not self._fixed:
             taken = self._snapshot.taken_at
             if taken is None or ts - taken >= self.calibrate_every_ms:
@@ -172,42 +172,43 @@ class RatingBook:
         if ib is None:
             ib = self._track(victim)
         self._rate(ia, ib, ts)
-        self._pairs.put(ia, ib, ts, watermark - self.lateness_ms - params.cooldown_ms)
+        self._pairs.put(ia, ib, ts, watermark, watermark - self.lateness_ms - params.cooldown_ms)
         self.counted += 1
         return COUNTED
 
     def _rate(self, ia: int, ib: int, ts: int) -> None:
-        """Steps 5–13 on the stored columns; the same functions, in the same order, as rate_kill."""
+        """Steps 5–13 on the stored records; the same functions, in the same order, as rate_kill."""
         params = self.params
         store = self._store
+        records = store.records
+        ra = records[ia]
+        rb = records[ib]
         mean = self._snapshot.mean_mu_active
-        stored_a, stored_b = store.sigma[ia], store.sigma[ib]
-        mu_a, sigma_a, returning_a = decayed(
-            store.mu[ia], stored_a, store.n[ia], store.last_ts[ia], ts, mean, params
-        )
-        mu_b, sigma_b, returning_b = decayed(
-            store.mu[ib], stored_b, store.n[ib], store.last_ts[ib], ts, mean, params
-        )
+        stored_a = ra.sigma
+        stored_b = rb.sigma
+        mu_a, sigma_a, returning_a = decayed(ra.mu, stored_a, ra.n, ra.last_ts, ts, mean, params)
+        mu_b, sigma_b, returning_b = decayed(rb.mu, stored_b, rb.n, rb.last_ts, ts, mean, params)
         p = kill_probability(
-            mu_a, sigma_a, stored_a, mu_b, sigma_b, stored_b, self._units, len(store), params
+            mu_a, sigma_a, stored_a, mu_b, sigma_b, stored_b, self._units, len(records), params
         )
-        eta_a = eta(sigma_a, store.streak[ia], store.window_mean(ia), store.phi[ia], params)
-        eta_b = eta(sigma_b, store.streak[ib], store.window_mean(ib), store.phi[ib], params)
-        eta_b_loss = params.c_loss * eta_b
+        eta_a = eta(sigma_a, ra.streak, store.window_mean(ia, ra), ra.phi, params)
+        w_bar_b = store.window_mean(ib, rb)
+        eta_b_loss = params.c_loss * eta(sigma_b, rb.streak, w_bar_b, rb.phi, params)
         raw_a = eta_a * (1.0 - p)
         raw_b = -(eta_b_loss * p)
-        self._update_player(ia, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, ts)
-        self._update_player(ib, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, ts)
+        self._update_player(ia, ra, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, ts)
+        self._update_player(ib, rb, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, ts)
         self._units += (
-            sigma_units(store.sigma[ia], params)
+            sigma_units(ra.sigma, params)
             - sigma_units(stored_a, params)
-            + sigma_units(store.sigma[ib], params)
+            + sigma_units(rb.sigma, params)
             - sigma_units(stored_b, params)
         )
 
     def _update_player(
         self,
         i: int,
+        r: PlayerRecord,
         mu: float,
         sigma: float,
         returning: bool,
@@ -218,33 +219,28 @@ class RatingBook:
     ) -> None:
         """Player i after the event, from its post-decay μ, σ and raw change (steps 9–13)."""
         params = self.params
-        store = self._store
-        mu_next, sigma_new, pool = updated_skill(mu, sigma, store.pool[i], returning, raw, params)
-        n = store.n[i] + 1
+        mu_next, sigma_new, pool = updated_skill(mu, sigma, r.pool, returning, raw, params)
+        n = r.n + 1
         tier, h_up, h_down = tier_step(
-            store.tier[i],
-            store.h_up[i],
-            store.h_down[i],
-            mu_next,
-            sigma_new,
-            n,
-            self._snapshot.boundaries,
-            params,
+            r.tier, r.h_up, r.h_down, mu_next, sigma_new, n, self._snapshot.boundaries, params
         )
-        store.mu[i] = mu_next
-        store.sigma[i] = sigma_new
-        store.streak[i] = store.streak[i] + 1 if won else 0
-        store.phi[i] = phi_next(store.phi[i], error, params)
-        store.pool[i] = pool
-        store.n[i] = n
-        store.last_ts[i] = ts
-        store.tier[i] = tier
-        store.h_up[i] = h_up
-        store.h_down[i] = h_down
-        store.push_window(i, mu_next - mu)
-        activity = store.push_recent(i, ts, params)
+        r.mu = mu_next
+        r.sigma = sigma_new
+        r.streak = r.streak + 1 if won else 0
+        r.phi = phi_next(r.phi, error, params)
+        r.pool = pool
+        r.n = n
+        r.last_ts = ts
+        r.tier = tier
+        r.h_up = h_up
+        r.h_down = h_down
+        self._store.push_window(i, r, mu_next - mu)
+        activity = self._store.push_recent(i, r, ts)
         if activity is not None:
-            self._touch(i, activity)
+            expiry = activity + params.active_ms
+            if r.expiry == 0:
+                heapq.heappush(self._heap, (expiry << _HEAP_SHIFT) | i)
+            r.expiry = expiry
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -257,37 +253,19 @@ class RatingBook:
         """Step 4: a new player joins P with the initial state; its σ0 enters S (§2.2)."""
         params = self.params
         i = self._store.add(player, new_player(params))
-        self._expiry.append(0)
         self._units += sigma_units(params.sigma0, params)
         return i
 
-    def _touch(self, i: int, activity: int) -> None:
-        """Keep player i's activity expiry (activity time + T_active) in the heap (§2.3)."""
-        expiry = activity + self.params.active_ms
-        old = self._expiry[i]
-        if expiry == old:
-            return
-        if old == 0:
-            self._live += 1
-        self._expiry[i] = expiry
-        heapq.heappush(self._heap, (expiry << _HEAP_SHIFT) | i)
-        if len(self._heap) > 2 * self._live + 64:
-            self._compact_heap()
-
-    def _compact_heap(self) -> None:
-        expiry = self._expiry
-        self._heap = [e for e in self._heap if expiry[e & _HEAP_MASK] == e >> _HEAP_SHIFT]
-        heapq.heapify(self._heap)
-
     def _expire(self, now: int) -> None:
-        """Drop players whose activity expired at or before now from the active heap (§2.3)."""
-        heap, expiry = self._heap, self._expiry
+        """Leave in the heap exactly the players active at now, each once (§2.3)."""
+        heap, records = self._heap, self._store.records
         while heap and heap[0] >> _HEAP_SHIFT <= now:
-            entry = heapq.heappop(heap)
-            i = entry & _HEAP_MASK
-            if expiry[i] == entry >> _HEAP_SHIFT:
-                expiry[i] = 0
-                self._live -= 1
+            i = heapq.heappop(heap) & _HEAP_MASK
+            r = records[i]
+            if r.expiry > now:
+                heapq.heappush(heap, (r.expiry << _HEAP_SHIFT) | i)
+            else:
+                r.expiry = 0
 
     def _snapshot_at(self, now: int) -> Snapshot:
         """The snapshot an event at `now` uses: the current one or a fresh one if due (§2.3)."""
@@ -299,12 +277,13 @@ class RatingBook:
         pending = self._pending
         if pending is not None and pending[0] == now and pending[1] == self.counted:
             return pending[2]
-        expiry, mu = self._expiry, self._store.mu
-        active = [
-            mu[e & _HEAP_MASK]
-            for e in self._heap
-            if expiry[e & _HEAP_MASK] == e >> _HEAP_SHIFT and e >> _HEAP_SHIFT > now
-        ]
-        snapshot = take_snapshot(now, active, iter(mu), self._snapshot, self.params)
+        records = self._store.records
+        active: list[float] = []
+        for entry in self._heap:
+            r = records[entry & _HEAP_MASK]
+            if r.expiry > now:
+                active.append(r.mu)
+        fallback = (r.mu for r in records)
+        snapshot = take_snapshot(now, active, fallback, self._snapshot, self.params)
         self._pending = (now, self.counted, snapshot)
         return snapshot

@@ -1,85 +1,96 @@
-"""The a→b cooldown table (§2.1): last counted time per ordered pair, in two int64 arrays.
+"""The a→b cooldown table (§2.1): the last counted time of each ordered pair of player numbers.
 
-Open addressing with linear probing keeps an entry at 16 bytes of table (a dict of int → int costs
-~100 bytes). Entries are only ever dropped wholesale when the table fills up: the rebuild keeps
-those with t' > horizon, the caller's proof that no acceptable event can still hit the rest.
+Recent pairs live in a dict; a sweep every `sweep_every_ms` of event time moves the entries with
+t' ≤ W − 2·cooldown (W = watermark) into an immutable run: two sorted int64 arrays (16 bytes an
+entry, searched with bisect). A run is dropped whole once all its times are ≤ the caller's
+horizon (W − lateness − cooldown: no acceptable event can be a duplicate of them).
+
+Why the dict alone answers for an event at ts ≥ W − cooldown: a pair missing from the dict was
+last counted at some t' ≤ W_sweep − 2·cooldown ≤ W − 2·cooldown, so ts − t' ≥ cooldown. Older
+(late) events also search the runs, newest first; the dict always holds a pair's newest entry.
 """
 
 from __future__ import annotations
 
+import bisect
 from array import array
+from collections import deque
 from typing import Final
 
-_MIN_CAPACITY: Final = 1024
-_A_MULT: Final = 0x9E3779B1  # odd multipliers spread consecutive player numbers over the table
-_B_MULT: Final = 0x85EBCA6B
 _SHIFT: Final = 32
+_MIN_SWEEP_MS: Final = 1000
+_RUNS_PER_HORIZON: Final = 32
 
 
-def _zeros(count: int) -> array[int]:
-    return array("q", bytes(8 * count))
+class _Run:
+    """Pairs moved out of the dict by one sweep: keys ascending, their times alongside."""
+
+    __slots__ = ("keys", "newest", "stamps")
+
+    def __init__(self, keys: array[int], stamps: array[int], newest: int) -> None:
+        self.keys = keys
+        self.stamps = stamps
+        self.newest = newest
+
+    def find(self, key: int) -> int | None:
+        keys = self.keys
+        i = bisect.bisect_left(keys, key)
+        return self.stamps[i] if i < len(keys) and keys[i] == key else None
 
 
 class PairTable:
-    """Last counted time (ms) of each ordered pair (a, b) of player numbers < 2**32."""
+    """Last counted time (ms) per ordered pair (a, b) of player numbers < 2**32."""
 
-    def __init__(self, capacity: int = _MIN_CAPACITY) -> None:
-        self._min_cap = max(8, capacity)
-        self._cap = self._min_cap
-        self._keys = _zeros(self._cap)  # (a << 32 | b) + 1; 0 = empty slot
-        self._stamps = _zeros(self._cap)
-        self._used = 0
-        self._limit = self._cap * 2 // 3
+    def __init__(self, cooldown_ms: int, lateness_ms: int, sweep_every_ms: int = 0) -> None:
+        self._cooldown = cooldown_ms
+        self._sweep_every = sweep_every_ms or max(
+            _MIN_SWEEP_MS, cooldown_ms, (lateness_ms + cooldown_ms) // _RUNS_PER_HORIZON
+        )
+        self._hot: dict[int, int] = {}
+        self._runs: deque[_Run] = deque()
+        self._swept_at: int | None = None
 
     def __len__(self) -> int:
-        return self._used
+        return len(self._hot) + sum(len(run.keys) for run in self._runs)
 
-    def _slot(self, a: int, b: int, key: int) -> int:
-        cap = self._cap
-        keys = self._keys
-        i = (a * _A_MULT + b * _B_MULT) % cap
-        while True:
-            k = keys[i]
-            if k == key or k == 0:
-                return i
-            i += 1
-            if i == cap:
-                i = 0
+    @property
+    def runs(self) -> int:
+        """How many immutable runs are kept."""
+        return len(self._runs)
 
-    def get(self, a: int, b: int) -> int | None:
-        """The last counted a→b time, None if unknown (or forgotten)."""
-        key = ((a << _SHIFT) | b) + 1
-        i = self._slot(a, b, key)
-        return self._stamps[i] if self._keys[i] == key else None
+    def last(self, a: int, b: int, ts: int, watermark: int) -> int | None:
+        """The last counted a→b time an event at ts must be checked against (None: no such)."""
+        key = (a << _SHIFT) | b
+        t = self._hot.get(key)
+        if t is not None or ts >= watermark - self._cooldown:
+            return t
+        for run in reversed(self._runs):
+            t = run.find(key)
+            if t is not None:
+                return t
+        return None
 
-    def put(self, a: int, b: int, ts: int, horizon: int) -> None:
-        """Record a counted a→b at ts; a refill may drop entries with t' ≤ horizon."""
-        key = ((a << _SHIFT) | b) + 1
-        i = self._slot(a, b, key)
-        if self._keys[i] == 0:
-            self._keys[i] = key
-            self._used += 1
-        self._stamps[i] = ts
-        if self._used > self._limit:
-            self._rebuild(horizon)
+    def put(self, a: int, b: int, ts: int, watermark: int, horizon: int) -> None:
+        """Record a counted a→b at ts; a due sweep may forget entries with t' ≤ horizon."""
+        self._hot[(a << _SHIFT) | b] = ts
+        swept = self._swept_at
+        if swept is None:
+            self._swept_at = watermark
+        elif watermark - swept >= self._sweep_every:
+            self._sweep(watermark, horizon)
 
-    def _rebuild(self, horizon: int) -> None:
-        """Rehash the entries with t' > horizon into a table at most 40 % full."""
-        old_keys, old_stamps = self._keys, self._stamps
-        live = 0
-        for i in range(self._cap):
-            if old_keys[i] != 0 and old_stamps[i] > horizon:
-                live += 1
-        self._cap = max(self._min_cap, live * 5 // 2 + 1)
-        self._keys = keys = _zeros(self._cap)
-        self._stamps = stamps = _zeros(self._cap)
-        self._used = live
-        self._limit = self._cap * 2 // 3
-        mask = (1 << _SHIFT) - 1
-        for i in range(len(old_keys)):
-            key = old_keys[i]
-            if key != 0 and old_stamps[i] > horizon:
-                pair = key - 1
-                j = self._slot(pair >> _SHIFT, pair & mask, key)
-                keys[j] = key
-                stamps[j] = old_stamps[i]
+    def _sweep(self, watermark: int, horizon: int) -> None:
+        limit = watermark - 2 * self._cooldown
+        hot = self._hot
+        moved = [(key, t) for key, t in hot.items() if t <= limit]
+        for key, _ in moved:
+            del hot[key]  # in place: the dict never holds more than one sweep's worth
+        if moved:
+            moved.sort()
+            keys = array("q", [key for key, _ in moved])
+            stamps = array("q", [t for _, t in moved])
+            self._runs.append(_Run(keys, stamps, max(stamps)))
+        runs = self._runs
+        while runs and runs[0].newest <= horizon:
+            runs.popleft()
+        self._swept_at = watermark

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import math
-
 from engine.params import Params
 
 
 def sigma_units(sigma: float, params: Params) -> int:
     """σ·2**k as an exact int; every σ in [sigma_min, sigma_max] is a multiple of 2**-k (§3.2)."""
-    return int(math.ldexp(sigma, params.sigma_k))
+    return int(sigma * params.sigma_scale)  # × 2**k is exact: no rounding, no overflow
 
 
 def sigma_mean(total_units: int, count: int, params: Params) -> float:

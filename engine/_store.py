@@ -1,148 +1,164 @@
-"""Compact in-memory player table: parallel arrays indexed by an interned player number."""
+"""RatingBook's private player table: one mutable record per interned player number.
+
+Records hold plain numbers (unboxed when compiled with mypyc); windows and recent times sit in
+two flat arrays, so a tracked player costs a few hundred bytes. `PlayerState` (the public,
+frozen form) is built only on request.
+"""
 
 from __future__ import annotations
 
 import math
 from array import array
 from collections.abc import Iterator
+from typing import Any, Final
 
 from engine._state import PlayerState
 from engine._update import recent_next
 from engine.params import Params
 
-_NO_TS = -(2**63)  # last_ts of a player with no counted event (PlayerState.last_ts is None)
+NO_TS: Final = -(2**62)  # last_ts of a record with no counted event (PlayerState.last_ts None)
+
+
+class PlayerRecord:
+    """One tracked player's state inside RatingBook (§2.2 plus tier and activity)."""
+
+    __slots__ = (
+        "expiry",
+        "h_down",
+        "h_up",
+        "last_ts",
+        "mu",
+        "n",
+        "phi",
+        "pool",
+        "rec_head",
+        "rec_len",
+        "sigma",
+        "streak",
+        "tier",
+        "win_head",
+        "win_len",
+    )
+
+    def __init__(self, state: PlayerState) -> None:
+        self.mu: float = state.mu
+        self.sigma: float = state.sigma
+        self.streak: int = state.streak
+        self.phi: float = state.phi
+        self.pool: float = state.pool
+        self.n: int = state.n
+        self.last_ts: int = NO_TS if state.last_ts is None else state.last_ts
+        self.tier: int = state.tier
+        self.h_up: float = state.h_up
+        self.h_down: float = state.h_down
+        # The window and the recent times are rings in PlayerStore.win / .rec: `*_len` entries
+        # from the oldest at `*_head` (head stays 0 until the ring is full).
+        self.win_len: int = len(state.window)
+        self.win_head: int = 0
+        self.rec_len: int = len(state.recent)
+        self.rec_head: int = 0
+        self.expiry: int = 0  # activity time + T_active while in the active heap, else 0
 
 
 class PlayerStore:
-    """Player id → number, and each PlayerState field in its own array (≈ 8 bytes a value)."""
+    """Player id → number → record; every window and recent-times list in two flat arrays."""
 
     def __init__(self, params: Params) -> None:
+        self._params = params
         self._L = params.window
         self._R = params.n_active
         self.index: dict[str, int] = {}
         self.ids: list[str] = []
-        self.mu = array("d")
-        self.sigma = array("d")
-        self.phi = array("d")
-        self.pool = array("d")
-        self.h_up = array("d")
-        self.h_down = array("d")
-        self.streak = array("q")
-        self.n = array("q")
-        self.last_ts = array("q")
-        self.tier = array("q")
-        self.win = array("d")
-        self.win_len = array("q")
-        self.rec = array("q")
-        self.rec_len = array("q")
-        self._win_pad = array("d", [0.0] * self._L)
-        self._rec_pad = array("q", [0] * self._R)
+        self.records: list[PlayerRecord] = []
+        self.win = array("d")  # player i's |Δμ| window at [i·L, i·L + win_len), oldest first
+        self.rec = array("q")  # player i's latest counted times at [i·R, i·R + rec_len), ascending
+        self._win_pad = array("d", bytes(8 * self._L))
+        self._rec_pad = array("q", bytes(8 * self._R))
 
     def __len__(self) -> int:
-        return len(self.ids)
+        return len(self.records)
 
     def add(self, player: str, state: PlayerState) -> int:
         """Intern a new player with `state`; returns its number."""
-        i = len(self.ids)
+        i = len(self.records)
         self.index[player] = i
         self.ids.append(player)
-        for column in (self.mu, self.sigma, self.phi, self.pool, self.h_up, self.h_down):
-            column.append(0.0)
-        for int_column in (
-            self.streak,
-            self.n,
-            self.last_ts,
-            self.tier,
-            self.win_len,
-            self.rec_len,
-        ):
-            int_column.append(0)
+        self.records.append(PlayerRecord(state))
+        w0, r0 = i * self._L, i * self._R
         self.win.extend(self._win_pad)
+        self.win[w0 : w0 + len(state.window)] = array("d", state.window)
         self.rec.extend(self._rec_pad)
-        self.put(i, state)
+        self.rec[r0 : r0 + len(state.recent)] = array("q", state.recent)
         return i
 
     def get(self, i: int) -> PlayerState:
-        """The state of player number i."""
-        last_ts = self.last_ts[i]
-        w0 = i * self._L
-        r0 = i * self._R
+        """The public, frozen state of player number i."""
+        r = self.records[i]
+        w0, r0 = i * self._L, i * self._R
         return PlayerState(
-            mu=self.mu[i],
-            sigma=self.sigma[i],
-            streak=self.streak[i],
-            phi=self.phi[i],
-            pool=self.pool[i],
-            n=self.n[i],
-            last_ts=None if last_ts == _NO_TS else last_ts,
-            tier=self.tier[i],
-            h_up=self.h_up[i],
-            h_down=self.h_down[i],
-            window=tuple(self.win[w0 : w0 + self.win_len[i]]),
-            recent=tuple(self.rec[r0 : r0 + self.rec_len[i]]),
+            mu=r.mu,
+            sigma=r.sigma,
+            streak=r.streak,
+            phi=r.phi,
+            pool=r.pool,
+            n=r.n,
+            last_ts=None if r.last_ts == NO_TS else r.last_ts,
+            tier=r.tier,
+            h_up=r.h_up,
+            h_down=r.h_down,
+            window=self._ring(self.win, w0, self._L, r.win_head, r.win_len),
+            recent=self._ring(self.rec, r0, self._R, r.rec_head, r.rec_len),
         )
 
-    def put(self, i: int, state: PlayerState) -> None:
-        """Store `state` as player number i."""
-        self.mu[i] = state.mu
-        self.sigma[i] = state.sigma
-        self.streak[i] = state.streak
-        self.phi[i] = state.phi
-        self.pool[i] = state.pool
-        self.n[i] = state.n
-        self.last_ts[i] = _NO_TS if state.last_ts is None else state.last_ts
-        self.tier[i] = state.tier
-        self.h_up[i] = state.h_up
-        self.h_down[i] = state.h_down
-        window = state.window
-        w0 = i * self._L
-        self.win[w0 : w0 + len(window)] = array("d", window)
-        self.win_len[i] = len(window)
-        recent = state.recent
-        r0 = i * self._R
-        self.rec[r0 : r0 + len(recent)] = array("q", recent)
-        self.rec_len[i] = len(recent)
+    @staticmethod
+    def _ring(values: array[Any], start: int, size: int, head: int, length: int) -> tuple[Any, ...]:
+        """A ring's entries oldest first."""
+        return tuple(values[start + (head + j) % size] for j in range(length))
 
-    def window_mean(self, i: int) -> float:
-        """w̄ of player i: fsum of its window / its length, 0 when empty (§2.2)."""
-        length = self.win_len[i]
+    def window_mean(self, i: int, r: PlayerRecord) -> float:
+        """w̄ = fsum(window)/len(window), 0 when empty (§2.2; fsum does not depend on order)."""
+        length = r.win_len
         if length == 0:
             return 0.0
         w0 = i * self._L
         return math.fsum(self.win[w0 : w0 + length]) / length
 
-    def push_window(self, i: int, delta_mu: float) -> None:
-        """Append |Δμ| to player i's window, dropping the oldest past L (§4.5, as window_next)."""
+    def push_window(self, i: int, r: PlayerRecord, delta_mu: float) -> None:
+        """Append |Δμ|, dropping the oldest past L (§4.5, as window_next)."""
         size = self._L
-        w0 = i * size
-        length = self.win_len[i]
+        length = r.win_len
         if length < size:
-            self.win[w0 + length] = abs(delta_mu)
-            self.win_len[i] = length + 1
+            self.win[i * size + length] = abs(delta_mu)
+            r.win_len = length + 1
         else:
-            self.win[w0 : w0 + size - 1] = self.win[w0 + 1 : w0 + size]
-            self.win[w0 + size - 1] = abs(delta_mu)
+            head = r.win_head
+            self.win[i * size + head] = abs(delta_mu)
+            r.win_head = head + 1 if head + 1 < size else 0
 
-    def push_recent(self, i: int, ts: int, params: Params) -> int | None:
-        """Count an event at ts in player i's recent times (as recent_next); its activity time."""
+    def push_recent(self, i: int, r: PlayerRecord, ts: int) -> int | None:
+        """Count an event at ts (as recent_next); returns the activity time once n ≥ n_active."""
         size = self._R
         r0 = i * size
-        length = self.rec_len[i]
+        length = r.rec_len
+        head = r.rec_head
         rec = self.rec
-        if length == 0 or ts >= rec[r0 + length - 1]:
+        if length == 0 or ts >= rec[r0 + (head + length - 1) % size]:
             if length < size:
                 rec[r0 + length] = ts
                 length += 1
-                self.rec_len[i] = length
+                r.rec_len = length
             else:
-                rec[r0 : r0 + size - 1] = rec[r0 + 1 : r0 + size]
-                rec[r0 + size - 1] = ts
+                rec[r0 + head] = ts
+                head = head + 1 if head + 1 < size else 0
+                r.rec_head = head
         else:
-            recent = recent_next(tuple(rec[r0 : r0 + length]), ts, params)
+            ordered = self._ring(rec, r0, size, head, length)
+            recent = recent_next(ordered, ts, self._params)
             length = len(recent)
             rec[r0 : r0 + length] = array("q", recent)
-            self.rec_len[i] = length
-        return rec[r0] if length == size else None
+            r.rec_len = length
+            r.rec_head = head = 0
+        return rec[r0 + head] if length == size else None
 
     def sorted_items(self) -> Iterator[tuple[str, PlayerState]]:
         """(id, state) for every player, by id."""

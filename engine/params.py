@@ -67,6 +67,7 @@ class Params:
     cooldown_ms: int = dataclasses.field(init=False, repr=False, compare=False)
     active_ms: int = dataclasses.field(init=False, repr=False, compare=False)
     sigma_k: int = dataclasses.field(init=False, repr=False, compare=False)
+    sigma_scale: float = dataclasses.field(init=False, repr=False, compare=False)  # 2.0**sigma_k
     quantile_ps: tuple[Fraction, ...] = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -83,6 +84,7 @@ class Params:
         object.__setattr__(self, "active_ms", _whole_ms(self.t_active, MS_PER_DAY, "t_active"))
         # floor(log2(sigma_min)) exactly: frexp gives sigma_min = m * 2**e with m in [0.5, 1).
         object.__setattr__(self, "sigma_k", 52 - (math.frexp(self.sigma_min)[1] - 1))
+        object.__setattr__(self, "sigma_scale", math.ldexp(1.0, self.sigma_k))
         cumulative = Fraction(0)
         ps: list[Fraction] = []
         for share in self.tier_shares[:-1]:

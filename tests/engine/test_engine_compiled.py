@@ -1,0 +1,72 @@
+"""The optional mypyc build (bench/engine_build_mypyc.py) must give bit-identical state.
+
+Skipped when build/mypyc holds no compiled engine, or one built from other sources than the
+current engine/*.py. CI does not build it; the pure engine is the reference.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build" / "mypyc"
+
+REPLAY = r"""
+import random, sys, msgspec
+import engine._book
+from engine import Params, RatingBook
+assert engine._book.__file__.endswith(sys.argv[1]), engine._book.__file__
+DAY = 86_400_000
+rng = random.Random(20261202)
+params = Params.from_overrides({"n_min": "4", "n_active": "3", "p_min": "5", "h_req": "60"})
+book = RatingBook(params, calibrate_every_ms=120_000, lateness_ms=600_000)
+ts = 1_700_000_000_000
+for i in range(20_000):
+    ts += rng.choice([0, 1, 700, 30_000, 59_999, 60_000, 3_600_000, 8 * DAY, 61 * DAY])
+    late = rng.randrange(900_000) if rng.random() < 0.02 else 0
+    a, b = rng.randrange(60), rng.randrange(60)
+    book.apply(str(i), f"p{a}", f"p{b}", ts - late)
+sys.stdout.buffer.write(msgspec.msgpack.encode(
+    [book.players(), book.snapshot, book.total_sigma_units,
+     book.counted, book.duplicates, book.rejected_by_reason]
+))
+"""
+
+
+def _compiled_build_is_current() -> str | None:
+    if not any((BUILD / "engine").glob("_book*.so")):
+        return "no compiled engine in build/mypyc (python bench/engine_build_mypyc.py)"
+    for source in (ROOT / "engine").glob("*.py"):
+        copy = BUILD / "engine" / source.name
+        if not copy.exists() or copy.read_bytes() != source.read_bytes():
+            return f"build/mypyc is stale ({source.name} changed); rebuild it"
+    return None
+
+
+def _replay(pythonpath: str, suffix: str, cwd: Path) -> bytes:
+    env = {**os.environ, "PYTHONPATH": pythonpath}
+    done = subprocess.run(
+        [sys.executable, "-c", REPLAY, suffix],
+        cwd=cwd,  # not the repository root: "" on sys.path would shadow PYTHONPATH
+        env=env,
+        capture_output=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    return done.stdout
+
+
+def test_compiled_engine_is_bit_identical_to_the_pure_one(tmp_path: Path) -> None:
+    reason = _compiled_build_is_current()
+    if reason is not None:
+        pytest.skip(reason)
+    pure = _replay(str(ROOT), ".py", tmp_path)
+    compiled = _replay(f"{BUILD}{os.pathsep}{ROOT}", ".so", tmp_path)
+    assert len(pure) > 10_000
+    assert compiled == pure
