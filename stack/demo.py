@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
@@ -55,8 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--topic-prefix", default="", help="prefix for the four topic names (default none)")
     add("--partitions", type=int, default=4, help="partitions of the kill-events topic")
     add("--arenas", type=int, default=20, help="simulated arenas")
-    add("--players", type=int, default=500, help="simulated players")
-    add("--rate", type=float, default=200.0, help="simulated kill events per second")
+    add("--players", type=int, default=1000, help="simulated players")
+    add("--rate", type=float, default=300.0, help="simulated kill events per second")
     add("--seed", type=int, default=1, help="seed of the simulation")
     add("--calibrate-every", type=float, default=10.0, help="seconds between tier calibrations")
     add("--refresh", type=float, default=2.0, help="seconds between leaderboard refreshes")
@@ -86,8 +87,11 @@ def run(args: argparse.Namespace) -> int:
             redis_url = redis_url or local.redis_url()
         _say(f"Kafka {bootstrap}, Redis {redis_url}, namespace {args.namespace!r}")
         topics = _create_topics(bootstrap, args)
-        children = _start_children(args, bootstrap, redis_url, topics, workdir / "logs")
-        status = _watch(args, redis_url, children)
+        metrics_port = free_port()
+        children = _start_children(
+            args, bootstrap, redis_url, topics, workdir / "logs", metrics_port
+        )
+        status = _watch(args, redis_url, children, metrics_port)
     except (KeyboardInterrupt, _Stop):
         status = EXIT_OK
     except StackError as e:
@@ -135,6 +139,7 @@ def _start_children(
     redis_url: str,
     topics: dict[str, str],
     logs: Path,
+    consume_port: int,
 ) -> list[_Child]:
     env = {
         **os.environ,
@@ -144,7 +149,7 @@ def _start_children(
         "PYTHONUNBUFFERED": "1",
     }
     adr = [sys.executable, "-m", "adr_cli"]
-    consume_port, calibrate_port = free_port(), free_port()
+    calibrate_port = free_port()
     commands = {
         "consume": [
             *adr, "consume", "--bootstrap-servers", bootstrap, "--redis-url", redis_url,
@@ -176,7 +181,9 @@ def _start_children(
     return children
 
 
-def _watch(args: argparse.Namespace, redis_url: str, children: list[_Child]) -> int:
+def _watch(
+    args: argparse.Namespace, redis_url: str, children: list[_Child], metrics_port: int
+) -> int:
     started = time.monotonic()
     deadline = started + args.duration if args.duration > 0 else None
     clear = sys.stdout.isatty()
@@ -193,7 +200,8 @@ def _watch(args: argparse.Namespace, redis_url: str, children: list[_Child]) -> 
             placed = client.zcard(f"{{{args.namespace}}}:lb")
             header = (
                 f"adr-stream demo: {time.monotonic() - started:5.0f} s, "
-                f"{placed} placed players, namespace {args.namespace} (Ctrl-C stops)"
+                f"{placed} placed players, namespace {args.namespace} (Ctrl-C stops)\n"
+                f"{_consumer_counts(metrics_port)}"
             )
             out = ("\x1b[H\x1b[2J" if clear else "\n") + header + "\n" + board
             sys.stdout.write(out if out.endswith("\n") else out + "\n")
@@ -206,6 +214,29 @@ def _watch(args: argparse.Namespace, redis_url: str, children: list[_Child]) -> 
             time.sleep(pause)
     finally:
         client.close()
+
+
+_COUNTERS = (
+    ("adr_events_consumed_total", "consumed"),
+    ("adr_events_counted_total", "rated"),
+    ("adr_events_duplicate_total", "duplicates"),
+    ("adr_events_dead_lettered_total", "dead-lettered"),
+)
+
+
+def _consumer_counts(port: int) -> str:
+    """One line of the consumer's own counters, read from its Prometheus endpoint."""
+    try:
+        with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/metrics", timeout=1) as r:
+            text = r.read().decode()
+    except OSError:
+        return "events: (consumer metrics not up yet)"
+    totals = dict.fromkeys((name for name, _ in _COUNTERS), 0.0)
+    for line in text.splitlines():
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in totals:
+            totals[name] += float(line.rsplit(" ", 1)[1])
+    return "events: " + ", ".join(f"{totals[n]:.0f} {label}" for n, label in _COUNTERS)
 
 
 def _leaderboard(args: argparse.Namespace, redis_url: str) -> str:
