@@ -85,6 +85,9 @@ def run(args: argparse.Namespace) -> int:
             _say("starting a local Kafka broker and redis-server (no Docker) ...")
             bootstrap = bootstrap or local.kafka_bootstrap()
             redis_url = redis_url or local.redis_url()
+            for name, pid in (("kafka", local.kafka.pid), ("redis-server", local.redis.pid)):
+                if pid is not None:
+                    _say(f"{name}: pid {pid}, logs in {local.workdir}")
         _say(f"Kafka {bootstrap}, Redis {redis_url}, namespace {args.namespace!r}")
         topics = _create_topics(bootstrap, args)
         metrics_port = free_port()
