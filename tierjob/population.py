@@ -7,8 +7,9 @@ reads the rest:
 
 1. Prune (cost ∝ players expired since the last run): the members of `{ns}:activity` scored in
    (pruned_to, c] leave `{ns}:active_mu`; `{ns}:calib:pruned_to` remembers c.
-2. Read, atomically (MULTI): |A| = ZCOUNT activity (c, +inf) and all of `{ns}:active_mu`. Since
-   `{ns}:active_mu` holds every active player, equal counts prove it holds exactly A.
+2. Read, atomically (MULTI): |A| = ZCOUNT activity (c, +inf) and all of `{ns}:active_mu` (its
+   DUMP, whose scores are binary doubles: see `_rdb`; ZRANGE WITHSCORES where that cannot be
+   used). Since `{ns}:active_mu` holds every active player, equal counts prove it holds exactly A.
 3. Otherwise (a player the consumer added with an expired activity time, a clock that went back,
    a missing player) reconcile exactly: A from `{ns}:activity`, μ from `{ns}:active_mu`, remove the
    inactive ones, add the missing ones with their hash's μ. Cost O(|A|), counted in the report.
@@ -27,7 +28,7 @@ from typing import Any
 
 import redis
 
-from tierjob import _raw, _scripts
+from tierjob import _raw, _rdb, _scripts
 from tierjob._errors import StateError, TierJobError
 from tierjob._keys import Keys
 
@@ -75,6 +76,7 @@ class PopulationReader:
     ) -> None:
         """`renew` extends the lease between prune chunks (a long first prune outlives a TTL)."""
         self._renew = renew
+        self._dump_allowed = True
         self._client = client
         self._keys = keys
         self._holder = holder_id
@@ -118,8 +120,21 @@ class PopulationReader:
                 raise LeaseLost("lease lost while pruning")
 
     def _read_fast(self, cutoff_ms: int) -> tuple[int, list[float]]:
-        """|A| and the μ of every member of `{ns}:active_mu` (ascending), read atomically."""
+        """|A| and the μ of every member of `{ns}:active_mu`, read atomically: DUMP (binary
+        scores, see `_rdb`) where Redis allows it and the set is large, else ZRANGE."""
         k = self._keys
+        if self._dump_allowed:
+            try:
+                count, payload = _raw.transaction(
+                    self._client,
+                    [("ZCOUNT", k.activity, f"({cutoff_ms}", "+inf"), ("DUMP", k.active_mu)],
+                )
+            except redis.ResponseError:  # DUMP renamed or denied (ACL): ZRANGE from now on
+                self._dump_allowed = False
+            else:
+                scores = [] if payload is None else _rdb.zset_scores(payload)
+                if scores is not None:
+                    return int(count), scores
         count, members = _raw.transaction(
             self._client,
             [
