@@ -61,6 +61,11 @@ class Relay:
         self._next_claim = 0.0
         self._group_ready = False
 
+    def use_producer(self, producer: Producer) -> None:
+        """Switch to a new producer; what the old one did not confirm is claimed again later."""
+        self._producer = producer
+        self._in_flight = 0
+
     def pump(self) -> int:
         """Acknowledge what Kafka confirmed, then send what the outbox holds; returns entries."""
         self._producer.poll(0)

@@ -22,6 +22,7 @@ from confluent_kafka import (
     OFFSET_BEGINNING,
     Consumer,
     KafkaError,
+    KafkaException,
     Message,
     Producer,
     TopicPartition,
@@ -44,6 +45,11 @@ _LAG_EVERY_S: Final = 1.0
 _DRAIN_TIMEOUT_S: Final = 30.0
 
 
+def _is_fatal(err: object) -> bool:
+    """A client error after which the Kafka client is unusable and must be recreated."""
+    return isinstance(err, KafkaError) and (err.fatal() or err.code() == KafkaError._FATAL)
+
+
 class Pipeline:
     """One consumer instance: a Kafka group member that applies its partitions to Redis."""
 
@@ -57,31 +63,9 @@ class Pipeline:
             config.redis_url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=5
         )
         self.store = Store(self.redis, self.keys, config.topic, params)
-        static = {"group.instance.id": config.group_instance_id} if config.group_instance_id else {}
-        self.kafka = Consumer(
-            {
-                **static,
-                "bootstrap.servers": config.bootstrap_servers,
-                "group.id": config.group,
-                "session.timeout.ms": config.session_timeout_ms,
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                "enable.partition.eof": False,
-                "error_cb": self._on_kafka_error,
-                "fetch.wait.max.ms": max(1, min(config.batch_wait_ms, 100)),
-                "max.poll.interval.ms": 300_000,
-            }
-        )
-        self.producer = Producer(
-            {
-                "bootstrap.servers": config.bootstrap_servers,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 5,
-                "message.timeout.ms": 0,  # never give up: the outbox entry waits meanwhile
-                "error_cb": self._on_kafka_error,
-            }
-        )
+        self._fatal = False
+        self.kafka = self._new_consumer()
+        self.producer = self._new_producer()
         self.relay = Relay(
             self.redis,
             self.producer,
@@ -98,6 +82,60 @@ class Pipeline:
         self._next_lag = 0.0
         self.http: ThreadingHTTPServer | None = None
 
+    def _new_consumer(self) -> Consumer:
+        config = self.config
+        static = {"group.instance.id": config.group_instance_id} if config.group_instance_id else {}
+        return Consumer(
+            {
+                **static,
+                "bootstrap.servers": config.bootstrap_servers,
+                "group.id": config.group,
+                "session.timeout.ms": config.session_timeout_ms,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "enable.partition.eof": False,
+                "error_cb": self._on_kafka_error,
+                "fetch.wait.max.ms": max(1, min(config.batch_wait_ms, 100)),
+                "max.poll.interval.ms": 300_000,
+            }
+        )
+
+    def _new_producer(self) -> Producer:
+        return Producer(
+            {
+                "bootstrap.servers": self.config.bootstrap_servers,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+                "message.timeout.ms": 0,  # never give up: the outbox entry waits meanwhile
+                "error_cb": self._on_kafka_error,
+            }
+        )
+
+    def _subscribe(self) -> None:
+        self.kafka.subscribe(
+            [self.config.topic], on_assign=self._on_assign, on_revoke=self._on_revoke
+        )
+
+    def _recreate_clients(self) -> None:
+        """After a fatal client error (e.g. a static member fenced across a broker restart) the
+        clients cannot go on: make new ones. Nothing is lost: Redis holds the offsets, and the
+        outbox entries the old producer did not confirm are claimed again."""
+        log.error("fatal kafka client error, recreating the clients")
+        self.metrics.swallowed.labels("kafka_fatal").inc()
+        self._fatal = False
+        for close in (self.kafka.close, lambda: self.producer.flush(1)):
+            try:
+                close()
+            except Exception as exc:
+                log.warning("closing a failed client", extra={"error": str(exc)})
+        self.assigned.clear()
+        self.positions.clear()
+        self.kafka = self._new_consumer()
+        self.producer = self._new_producer()
+        self.relay.use_producer(self.producer)
+        self._subscribe()
+
     # -- the loop -----------------------------------------------------------------------------
 
     def run(self, serve_metrics: bool = True, signals: bool = True) -> None:
@@ -106,22 +144,38 @@ class Pipeline:
             self.http = serve(self.metrics, self.config.metrics_host, self.config.metrics_port)
         if signals:
             self._install_signals()
-        self.kafka.subscribe(
-            [self.config.topic], on_assign=self._on_assign, on_revoke=self._on_revoke
-        )
+        self._subscribe()
         log.info("consumer started", extra={"config": self.config.__repr__()})
         try:
             while not self._stopping:
                 self.metrics.tick()
-                messages = self.kafka.consume(
-                    self.config.batch_size, self.config.batch_wait_ms / 1000
-                )
+                messages = self._read()
                 if messages:
-                    self.process(messages)
-                self._retry(self.relay.pump, "relay")
+                    self.process(messages)  # a batch with a fatal error is not applied
+                if self._fatal:
+                    self._recreate_clients()  # Redis offsets unchanged: the batch comes again
+                    continue
+                self._emit()
                 self._report_lag()
         finally:
             self._shutdown()
+
+    def _emit(self) -> None:
+        try:
+            self._retry(self.relay.pump, "relay")
+        except KafkaException as exc:
+            if not (exc.args and _is_fatal(exc.args[0])):
+                raise
+            self._fatal = True
+
+    def _read(self) -> list[Message]:
+        try:
+            return self.kafka.consume(self.config.batch_size, self.config.batch_wait_ms / 1000)
+        except KafkaException as exc:
+            if exc.args and _is_fatal(exc.args[0]):
+                self._fatal = True
+                return []
+            raise
 
     def request_stop(self) -> None:
         """Stop after the current batch (what SIGTERM does)."""
@@ -131,7 +185,7 @@ class Pipeline:
         """One batch through every stage; returns once Redis holds its effect."""
         started = time.perf_counter()
         good = self._keep_data(messages)
-        if not good:
+        if not good or self._fatal:
             return
         accepted, rejected = self._decode(good)
         self._dead_letter(rejected)
@@ -152,6 +206,8 @@ class Pipeline:
             if err is None:
                 good.append(m)
             else:
+                if _is_fatal(err):
+                    self._fatal = True
                 self.metrics.swallowed.labels("kafka_consume").inc()
                 log.warning("kafka consume error", extra={"error": str(err)})
         if good:
@@ -295,6 +351,8 @@ class Pipeline:
             self.metrics.swallowed.labels("outbox_backlog").inc()
 
     def _on_kafka_error(self, err: KafkaError) -> None:
+        if _is_fatal(err):
+            self._fatal = True
         if err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
             self.metrics.ready_flags["broker"] = False
         self.metrics.swallowed.labels("kafka").inc()

@@ -99,17 +99,21 @@ def publish_snapshot(client: redis.Redis, keys: Keys, snapshot: Snapshot, versio
     )
 
 
-def counted_ids(evs: Iterable[KillEvent], params: Params) -> list[str]:
-    """Ids of the events the replay counts (not duplicates), in order."""
-    book = RatingBook(params, fixed_snapshot=SNAPSHOT)
-    return [e.id for e in evs if book.apply(e.id, e.attacker, e.victim, e.ts).kind == "counted"]
-
-
 def replay(evs: Iterable[KillEvent], params: Params, snapshot: Snapshot) -> RatingBook:
+    """The engine's in-memory replay (what `adr replay --snapshot` runs) of the same events;
+    `book.counted_ids` lists the events it counted, in order."""
     book = RatingBook(params, fixed_snapshot=snapshot)
+    counted: list[str] = []
     for e in evs:
-        book.apply(e.id, e.attacker, e.victim, e.ts)
+        if book.apply(e.id, e.attacker, e.victim, e.ts).kind == "counted":
+            counted.append(e.id)
+    book.counted_ids = counted  # type: ignore[attr-defined]
     return book
+
+
+def change_ids(event_ids: Iterable[str]) -> set[str]:
+    """The rating-change ids the counted events must produce."""
+    return {f"{e}:{role}" for e in event_ids for role in ("attacker", "victim")}
 
 
 def redis_players(client: redis.Redis, keys: Keys) -> dict[str, tuple[PlayerState, int]]:
@@ -206,6 +210,27 @@ def wait_applied(
     raise AssertionError(
         f"not applied in {timeout}s: {applied_offsets(client, keys, topic)} < {ends}"
     )
+
+
+def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.1)
+
+
+def wait_outbox_empty(client: redis.Redis, keys: Keys, timeout: float) -> None:
+    """Until the relay has delivered (and deleted) every outbox entry."""
+    wait_until(lambda: client.xlen(keys.outbox) == 0, timeout, "an empty outbox")
+
+
+def one_arena_per_pair(evs: list[KillEvent]) -> list[KillEvent]:
+    """Keep each ordered pair's events in the arena where the pair first met (players still meet
+    in many arenas): then which events the cooldown drops cannot depend on how partitions
+    interleave, and every player's expected n is known."""
+    first: dict[tuple[str, str], str] = {}
+    return [e for e in evs if first.setdefault((e.attacker, e.victim), e.arena) == e.arena]
 
 
 def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
