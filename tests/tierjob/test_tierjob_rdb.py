@@ -29,17 +29,21 @@ _score = st.floats(allow_nan=False)
 @settings(
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(members=st.dictionaries(_member, _score, min_size=129, max_size=260))
+@given(members=st.dictionaries(_member, _score, min_size=140, max_size=260))
 def test_dump_scores_equal_zrange_scores_bit_for_bit(redis_client: redis.Redis, members) -> None:  # type: ignore[no-untyped-def]
     key = f"{{tjr-{uuid.uuid4().hex[:8]}}}:z"
     redis_client.zadd(key, members)
     try:
         payload = redis_client.dump(key)
         want = [s for _, s in redis_client.zrange(key, 0, -1, withscores=True)]
+        encoding = redis_client.object("encoding", key)
     finally:
         redis_client.delete(key)
     assert payload is not None
     got = zset_scores(payload)
+    if encoding != b"skiplist":  # equal members collapsed below the listpack limit
+        assert got is None
+        return
     assert got is not None
 
     # ±0.0 compare equal: order them by sign too, so that repr() checks every bit.
