@@ -283,16 +283,19 @@ class ThreadedConsumer:
     pipeline: Pipeline
     thread: threading.Thread
 
+    def wait_serving(self, timeout: float = 30.0) -> None:
+        wait_until(lambda: self.pipeline.http is not None, timeout, "the metrics server")
+
     def stop(self, timeout: float = 60.0) -> None:
         self.pipeline.request_stop()
         self.thread.join(timeout)
         assert not self.thread.is_alive()
 
 
-def start_threaded(config: Config, params: Params) -> ThreadedConsumer:
+def start_threaded(config: Config, params: Params, serve_metrics: bool = False) -> ThreadedConsumer:
     pipeline = Pipeline(config, params)
     thread = threading.Thread(
-        target=pipeline.run, kwargs={"serve_metrics": False, "signals": False}, daemon=True
+        target=pipeline.run, kwargs={"serve_metrics": serve_metrics, "signals": False}, daemon=True
     )
     thread.start()
     return ThreadedConsumer(pipeline, thread)

@@ -1,0 +1,110 @@
+"""The atomic write's compare-and-set: a concurrent change of a player, a pair's cooldown or a
+partition's offset is detected, nothing is written, and the recomputed batch loses no update."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import redis
+
+from consumer._batch import Accepted, rate_batch
+from consumer._keys import Keys
+from consumer._store import Conflict, Store
+from engine import Params, RatingBook, initial_snapshot
+from schemas import kill_event
+
+TOPIC = "kill-events"
+
+
+def _event(i: int, a: str, b: str, ts: int, partition: int = 0, offset: int = 0) -> Accepted:
+    e = kill_event(id=f"e{i}", arena="x", attacker=a, victim=b, ts=ts)
+    return Accepted(partition, offset, e)
+
+
+def _apply(store: Store, keys: Keys, params: Params, batch: list[Accepted]) -> None:
+    """What Pipeline does: read, rate, write; on Conflict re-read and recompute."""
+    ends = {}
+    for item in batch:
+        ends[item.partition] = item.offset + 1
+    players = list(dict.fromkeys(p for x in batch for p in (x.event.attacker, x.event.victim)))
+    pairs = list(dict.fromkeys(keys.cooldown(x.event.attacker, x.event.victim) for x in batch))
+    while True:
+        view = store.read_view(players, pairs, list(ends))
+        plan = rate_batch(batch, ends, view, keys, params)
+        try:
+            store.write(plan, params.cooldown_ms, 3_600_000)
+            return
+        except Conflict:
+            continue
+
+
+@pytest.fixture
+def pool(redis_url: str, unique_name):
+    client = redis.Redis.from_url(redis_url)
+    keys = Keys(unique_name("ns"))
+    params = Params()
+    yield (
+        client,
+        keys,
+        params,
+        Store(client, keys, TOPIC, params),
+        Store(client, keys, TOPIC, params),
+    )
+    client.close()
+
+
+def test_a_player_changed_by_another_instance_is_detected_and_the_batch_redone(pool) -> None:
+    client, keys, params, mine, theirs = pool
+    now = time.time_ns() // 1_000_000
+    batch = [_event(1, "a", "b", now, partition=0, offset=0)]
+    view = mine.read_view(["a", "b"], [keys.cooldown("a", "b")], [0])
+    plan = rate_batch(batch, {0: 1}, view, keys, params)
+    # Meanwhile another instance (another partition, shared player a) applies a→c.
+    _apply(theirs, keys, params, [_event(2, "a", "c", now + 1, partition=1, offset=0)])
+    with pytest.raises(Conflict) as caught:
+        mine.write(plan, params.cooldown_ms, 3_600_000)
+    assert caught.value.what == "player"
+    assert client.hget(keys.offsets(TOPIC), "0") is None  # nothing of the batch was written
+    _apply(mine, keys, params, batch)
+    # Both updates of a are there: nothing lost; the state is the sequential one.
+    book = RatingBook(params, fixed_snapshot=initial_snapshot(params))
+    book.apply("e2", "a", "c", now + 1)
+    book.apply("e1", "a", "b", now)
+    a = client.hgetall(keys.player("a"))
+    assert int(a[b"n"]) == 2 and int(a[b"ver"]) == 2
+    assert float(a[b"mu"]) == book.player("a").mu
+
+
+def test_the_same_pair_counted_by_two_instances_counts_once(pool) -> None:
+    client, keys, params, mine, theirs = pool
+    now = time.time_ns() // 1_000_000
+    view = mine.read_view(["a", "b"], [keys.cooldown("a", "b")], [0])
+    plan = rate_batch([_event(1, "a", "b", now)], {0: 1}, view, keys, params)
+    # Another instance counts a→b 5 s later from another partition (same pair, other arena).
+    _apply(theirs, keys, params, [_event(2, "a", "b", now + 5_000, partition=1)])
+    with pytest.raises(Conflict):
+        mine.write(plan, params.cooldown_ms, 3_600_000)
+    _apply(mine, keys, params, [_event(1, "a", "b", now)])  # now a duplicate (§2.1)
+    assert int(client.hget(keys.player("a"), "n")) == 1
+    assert int(client.hget(keys.offsets(TOPIC), "0")) == 1  # but its offset moved on
+    assert int(client.get(keys.cooldown("a", "b"))) == now + 5_000
+
+
+def test_a_zombie_instance_cannot_apply_a_partition_twice(pool) -> None:
+    client, keys, params, zombie, owner = pool
+    now = time.time_ns() // 1_000_000
+    batch = [_event(i, "a", f"v{i}", now + i, offset=i) for i in range(3)]
+    players = ["a", "v0", "v1", "v2"]
+    pairs = [keys.cooldown("a", f"v{i}") for i in range(3)]
+    view = zombie.read_view(players, pairs, [0])
+    plan = rate_batch(batch, {0: 3}, view, keys, params)
+    _apply(owner, keys, params, batch)  # the new owner after a rebalance
+    with pytest.raises(Conflict):
+        zombie.write(plan, params.cooldown_ms, 3_600_000)
+    view = zombie.read_view(players, pairs, [0])
+    redo = rate_batch(batch, {0: 3}, view, keys, params)
+    assert redo.already_applied == 3 and redo.counted == 0 and not redo.outbox
+    zombie.write(redo, params.cooldown_ms, 3_600_000)
+    assert int(client.hget(keys.player("a"), "n")) == 3
+    assert client.xlen(keys.outbox) == 1  # one batch's rating changes, once
