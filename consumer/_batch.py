@@ -24,7 +24,7 @@ from engine import (
     rate_kill,
     sigma_units,
 )
-from schemas import KillEvent, encode_rating_change, rating_change
+from schemas import KillEvent, Role, encode_rating_change, rating_change
 
 _LIMB_BITS: Final = 32
 _LIMB_MASK: Final = (1 << _LIMB_BITS) - 1
@@ -127,10 +127,11 @@ def rate_batch(
         touched_pairs[pair] = ev.ts
         plan.counted += 1
         plan.counted_ts.append(ev.ts)
-        for role, old, new, player in (
+        roles: tuple[tuple[Role, PlayerState, PlayerState, str], ...] = (
             ("attacker", a, outcome.attacker, ev.attacker),
             ("victim", b, outcome.victim, ev.victim),
-        ):
+        )
+        for role, old, new, player in roles:
             change = rating_change(
                 player=player,
                 role=role,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Sequence
+from typing import Any, Final
 
 import msgspec
 
@@ -37,13 +38,11 @@ def tier_label(tier: int) -> str:
     return _LABEL_BY_TIER[tier]
 
 
-def decode_player(values: list[bytes | None]) -> tuple[PlayerState, int] | None:
+def decode_player(values: Sequence[Any]) -> tuple[PlayerState, int] | None:
     """(state, ver) from HMGET FIELDS, or None when the player has no hash yet."""
     if values[0] is None:
         return None
     (mu, sigma, streak, phi, pool, n, last_ts, tier, h_up, h_down, window, recent, ver) = values
-    assert sigma is not None and streak is not None and phi is not None and pool is not None
-    assert n is not None and h_up is not None and h_down is not None and ver is not None
     state = PlayerState(
         mu=float(mu),
         sigma=float(sigma),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 import redis
@@ -82,11 +82,13 @@ class Relay:
             now = time.monotonic()
             if now >= self._next_claim:
                 self._next_claim = now + self._claim_idle_ms / 2000
-                claimed = self._r.xautoclaim(
+                claimed: Any = self._r.xautoclaim(
                     self._stream, GROUP, self._name, self._claim_idle_ms, "0-0", count=self._batch
                 )
                 entries.extend(e for e in claimed[1] if e[1])
-            reply = self._r.xreadgroup(GROUP, self._name, {self._stream: ">"}, count=self._batch)
+            reply: Any = self._r.xreadgroup(
+                GROUP, self._name, {self._stream: ">"}, count=self._batch
+            )
         except redis.ResponseError as exc:
             if "NOGROUP" not in str(exc):
                 raise

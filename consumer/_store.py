@@ -7,7 +7,7 @@ import importlib.resources
 import inspect
 import json
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 import hiredis
 import msgspec
@@ -98,7 +98,7 @@ class Store:
     def _current_snapshot(self, version: bytes | None) -> Snapshot:
         """The latest published snapshot; re-read in full only when its version changed."""
         if version != self._snapshot_version:
-            values = self._r.hmget(self._keys.snapshot, _SNAPSHOT_FIELDS)
+            values: Any = self._r.hmget(self._keys.snapshot, _SNAPSHOT_FIELDS)
             self._snapshot = (
                 initial_snapshot(self._params) if values[0] is None else parse_snapshot(values)
             )
@@ -155,8 +155,8 @@ class _Script:
         self._source = source
         self._sha = hashlib.sha1(source.encode()).hexdigest()
 
-    def __call__(self, keys: Sequence[object], args: Sequence[object]) -> list[object]:
-        packed = hiredis.pack_command(("EVALSHA", self._sha, len(keys), *keys, *args))
+    def __call__(self, keys: Sequence[object], args: Sequence[object]) -> Any:
+        packed = hiredis.pack_command(("EVALSHA", self._sha, len(keys), *keys, *args))  # type: ignore[arg-type]
         try:
             return self._send(packed)
         except redis.exceptions.NoScriptError:
@@ -164,18 +164,18 @@ class _Script:
         self._client.script_load(self._source)  # a restarted Redis forgot it
         return self._send(packed)
 
-    def _send(self, packed: bytes) -> list[object]:
+    def _send(self, packed: bytes) -> Any:
         pool = self._client.connection_pool
         conn = pool.get_connection(*_COMMAND_NAME)
         try:
-            conn.send_packed_command([packed])
+            conn.send_packed_command([packed])  # type: ignore[no-untyped-call]
             reply = conn.read_response()
         except (redis.ConnectionError, redis.TimeoutError):
-            conn.disconnect()
+            conn.disconnect()  # type: ignore[no-untyped-call]
             raise
         finally:
             pool.release(conn)
-        return reply  # type: ignore[no-any-return]
+        return reply
 
 
 def _flat(pairs: object) -> list[object]:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from http.server import ThreadingHTTPServer
 from types import FrameType
-from typing import Final, TypeVar
+from typing import Final, TypeVar, cast
 
 import redis
 from confluent_kafka import (
@@ -189,7 +189,7 @@ class Pipeline:
             return
         accepted, rejected = self._decode(good)
         self._dead_letter(rejected)
-        next_offsets = {m.partition(): m.offset() + 1 for m in good}  # type: ignore[operator]
+        next_offsets = {cast(int, m.partition()): cast(int, m.offset()) + 1 for m in good}
         plan = self._retry(lambda: self._rate_and_write(accepted, next_offsets), "write")
         for partition, offset in next_offsets.items():
             self.positions[partition] = offset
@@ -238,7 +238,7 @@ class Pipeline:
         if not rejected:
             return
         for m, reason in rejected:
-            headers = [
+            headers: list[tuple[str, str | bytes | None]] = [
                 ("reason", reason.encode()),
                 ("source_topic", (m.topic() or "").encode()),
                 ("source_partition", str(m.partition()).encode()),
