@@ -23,6 +23,7 @@ from engine.params import MS_PER_SECOND, Params
 
 DEFAULT_CALIBRATE_EVERY_MS: Final = 300 * MS_PER_SECOND
 DEFAULT_LATENESS_MS: Final = 3600 * MS_PER_SECOND
+MAX_TS_MS: Final = 2**53 - 1  # event times are ints in [0, 2**53): exact in JSON and as float
 
 _HEAP_SHIFT: Final = 32  # active heap entry = expiry << 32 | player number
 _HEAP_MASK: Final = (1 << _HEAP_SHIFT) - 1
@@ -76,9 +77,9 @@ class RatingBook:
         self.rejected_by_reason: dict[str, int] = {}
         self._watermark: int | None = None
         self._pairs = PairTable(params.cooldown_ms, lateness_ms)
-        # Active set (§2.3): each player with an activity expiry (activity time + T_active) has
-        # exactly one heap entry `expiry << 32 | number`, which may lag behind its record's
-        # expiry (that only grows); entries are re-filed when they come due.
+        # Active set (§2.3): each player with n ≥ n_active has at most one heap entry
+        # `expiry << 32 | number`, expiry = activity time + T_active when it was filed. The
+        # activity time only grows, so an entry may lag; it is re-filed when it comes due.
         self._heap: list[int] = []
 
     # -- reading ------------------------------------------------------------------------------
@@ -143,7 +144,7 @@ class RatingBook:
         """Process one kill event (steps 1–13 of adr-reading.md); event_id is only for logs."""
         if attacker == victim:
             return self._reject("self_kill")
-        if type(ts) is not int or ts < 0:
+        if type(ts) is not int or not 0 <= ts <= MAX_TS_MS:
             return self._reject("bad_ts")
         if not attacker or not victim:
             return self._reject("bad_player")
@@ -235,12 +236,12 @@ class RatingBook:
         r.h_up = h_up
         r.h_down = h_down
         self._store.push_window(i, r, mu_next - mu)
-        activity = self._store.push_recent(i, r, ts)
-        if activity is not None:
-            expiry = activity + params.active_ms
-            if r.expiry == 0:
-                heapq.heappush(self._heap, (expiry << _HEAP_SHIFT) | i)
-            r.expiry = expiry
+        self._store.push_recent(i, r, ts)
+        if not r.in_heap:
+            activity = self._store.activity_time(i, r)
+            if activity is not None:
+                heapq.heappush(self._heap, ((activity + params.active_ms) << _HEAP_SHIFT) | i)
+                r.in_heap = True
 
     # -- internals ----------------------------------------------------------------------------
 
@@ -258,14 +259,16 @@ class RatingBook:
 
     def _expire(self, now: int) -> None:
         """Leave in the heap exactly the players active at now, each once (§2.3)."""
-        heap, records = self._heap, self._store.records
+        heap, store = self._heap, self._store
+        records, active_ms = store.records, self.params.active_ms
         while heap and heap[0] >> _HEAP_SHIFT <= now:
             i = heapq.heappop(heap) & _HEAP_MASK
             r = records[i]
-            if r.expiry > now:
-                heapq.heappush(heap, (r.expiry << _HEAP_SHIFT) | i)
+            activity = store.activity_time(i, r)
+            if activity is not None and activity + active_ms > now:
+                heapq.heappush(heap, ((activity + active_ms) << _HEAP_SHIFT) | i)
             else:
-                r.expiry = 0
+                r.in_heap = False
 
     def _snapshot_at(self, now: int) -> Snapshot:
         """The snapshot an event at `now` uses: the current one or a fresh one if due (§2.3)."""
@@ -277,11 +280,14 @@ class RatingBook:
         pending = self._pending
         if pending is not None and pending[0] == now and pending[1] == self.counted:
             return pending[2]
-        records = self._store.records
+        store = self._store
+        records, active_ms = store.records, self.params.active_ms
         active: list[float] = []
         for entry in self._heap:
-            r = records[entry & _HEAP_MASK]
-            if r.expiry > now:
+            i = entry & _HEAP_MASK
+            r = records[i]
+            activity = store.activity_time(i, r)
+            if activity is not None and activity + active_ms > now:
                 active.append(r.mu)
         fallback = (r.mu for r in records)
         snapshot = take_snapshot(now, active, fallback, self._snapshot, self.params)

@@ -82,14 +82,12 @@ class PairTable:
     def _sweep(self, watermark: int, horizon: int) -> None:
         limit = watermark - 2 * self._cooldown
         hot = self._hot
-        moved = [(key, t) for key, t in hot.items() if t <= limit]
-        for key, _ in moved:
-            del hot[key]  # in place: the dict never holds more than one sweep's worth
+        moved = [key for key, t in hot.items() if t <= limit]
         if moved:
             moved.sort()
-            keys = array("q", [key for key, _ in moved])
-            stamps = array("q", [t for _, t in moved])
-            self._runs.append(_Run(keys, stamps, max(stamps)))
+            # popped in place: the dict never holds more than about one sweep's worth
+            stamps = array("q", [hot.pop(key) for key in moved])
+            self._runs.append(_Run(array("q", moved), stamps, max(stamps)))
         runs = self._runs
         while runs and runs[0].newest <= horizon:
             runs.popleft()

@@ -23,9 +23,9 @@ class PlayerRecord:
     """One tracked player's state inside RatingBook (§2.2 plus tier and activity)."""
 
     __slots__ = (
-        "expiry",
         "h_down",
         "h_up",
+        "in_heap",
         "last_ts",
         "mu",
         "n",
@@ -33,6 +33,7 @@ class PlayerRecord:
         "pool",
         "rec_head",
         "rec_len",
+        "rec_newest",
         "sigma",
         "streak",
         "tier",
@@ -57,7 +58,8 @@ class PlayerRecord:
         self.win_head: int = 0
         self.rec_len: int = len(state.recent)
         self.rec_head: int = 0
-        self.expiry: int = 0  # activity time + T_active while in the active heap, else 0
+        self.rec_newest: int = state.recent[-1] if state.recent else NO_TS
+        self.in_heap: bool = False  # has an entry in RatingBook's active heap
 
 
 class PlayerStore:
@@ -135,30 +137,32 @@ class PlayerStore:
             self.win[i * size + head] = abs(delta_mu)
             r.win_head = head + 1 if head + 1 < size else 0
 
-    def push_recent(self, i: int, r: PlayerRecord, ts: int) -> int | None:
-        """Count an event at ts (as recent_next); returns the activity time once n ≥ n_active."""
+    def push_recent(self, i: int, r: PlayerRecord, ts: int) -> None:
+        """Count an event at ts among the latest n_active counted times (as recent_next)."""
         size = self._R
         r0 = i * size
         length = r.rec_len
-        head = r.rec_head
         rec = self.rec
-        if length == 0 or ts >= rec[r0 + (head + length - 1) % size]:
+        if ts >= r.rec_newest:
+            r.rec_newest = ts
             if length < size:
                 rec[r0 + length] = ts
-                length += 1
-                r.rec_len = length
+                r.rec_len = length + 1
             else:
+                head = r.rec_head
                 rec[r0 + head] = ts
-                head = head + 1 if head + 1 < size else 0
-                r.rec_head = head
+                r.rec_head = head + 1 if head + 1 < size else 0
         else:
-            ordered = self._ring(rec, r0, size, head, length)
+            ordered = self._ring(rec, r0, size, r.rec_head, length)
             recent = recent_next(ordered, ts, self._params)
-            length = len(recent)
-            rec[r0 : r0 + length] = array("q", recent)
-            r.rec_len = length
-            r.rec_head = head = 0
-        return rec[r0 + head] if length == size else None
+            rec[r0 : r0 + len(recent)] = array("q", recent)
+            r.rec_len = len(recent)
+            r.rec_head = 0
+
+    def activity_time(self, i: int, r: PlayerRecord) -> int | None:
+        """The n_active-th latest counted time (the oldest kept), None while fewer (§2.3)."""
+        size = self._R
+        return self.rec[i * size + r.rec_head] if r.rec_len == size else None
 
     def sorted_items(self) -> Iterator[tuple[str, PlayerState]]:
         """(id, state) for every player, by id."""

@@ -107,8 +107,9 @@ def test_bad_events_are_rejected_with_a_reason() -> None:
     book = RatingBook(P)
     assert book.apply("1", "a", "a", T0).reason == "self_kill"
     assert book.apply("2", "a", "b", -1).reason == "bad_ts"
+    assert book.apply("2", "a", "b", 2**53).reason == "bad_ts"
     assert book.apply("3", "", "b", T0).reason == "bad_player"
-    assert len(book) == 0 and book.counted == 0 and book.rejected == 3
+    assert len(book) == 0 and book.counted == 0 and book.rejected == 4
 
 
 def test_snapshots_are_due_by_event_time() -> None:
