@@ -1,6 +1,7 @@
 """Start time and memory of the local Kafka broker (and redis-server), as the tests get them.
 
-    python bench/stack_broker.py [--runs 5]
+    python bench/stack_broker.py [--runs 5] [--messages 200000]
+    ADR_KAFKA_CDS=off python bench/stack_broker.py     # the same without the CDS archive
 
 Per run: a fresh LocalStack, time to a broker answering metadata (including formatting KRaft
 storage), resident memory a few seconds after start, and after a produce/consume burst; then
@@ -27,7 +28,12 @@ def _burst(bootstrap: str, messages: int) -> float:
     started = time.perf_counter()
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(messages):
-        producer.produce(topic, key=str(i % 64).encode(), value=b"x" * 200)
+        while True:
+            try:
+                producer.produce(topic, key=str(i % 64).encode(), value=b"x" * 200)
+                break
+            except BufferError:  # local queue full: let deliveries drain
+                producer.poll(0.05)
         if i % 10_000 == 0:
             producer.poll(0)
     producer.flush(60)

@@ -235,6 +235,8 @@ def _storage_template(lib: Path, classpath: str, cds: list[str]) -> Path:
 
 
 def _cds_flags(lib: Path) -> list[str]:
+    if os.environ.get("ADR_KAFKA_CDS", "on").lower() in ("0", "off", "false", "no"):
+        return []
     archive = cds_archive_path(lib)
     # -Xshare:auto: a stale or foreign archive is ignored (with a log line), never fatal.
     return [f"-XX:SharedArchiveFile={archive}", "-Xshare:auto"] if archive.is_file() else []
