@@ -1,13 +1,15 @@
 """The a→b cooldown table (§2.1): the last counted time of each ordered pair of player numbers.
 
-Recent pairs live in a dict; a sweep every `sweep_every_ms` of event time moves the entries with
-t' ≤ W − 2·cooldown (W = watermark) into an immutable run: two sorted int64 arrays (16 bytes an
-entry, searched with bisect). A run is dropped whole once all its times are ≤ the caller's
-horizon (W − lateness − cooldown: no acceptable event can be a duplicate of them).
+Pairs counted since the last sweep live in a dict (`new`), those of the interval before in a
+second one (`old`). Every S ≥ 2·cooldown of event time (W = watermark) a sweep turns `old` into an
+immutable run, two sorted int64 arrays (16 bytes an entry, searched with bisect), and `new`
+into `old`. A run is dropped whole once all its times are ≤ the caller's horizon
+(W − lateness − cooldown: no acceptable event can be a duplicate of them).
 
-Why the dict alone answers for an event at ts ≥ W − cooldown: a pair missing from the dict was
-last counted at some t' ≤ W_sweep − 2·cooldown ≤ W − 2·cooldown, so ts − t' ≥ cooldown. Older
-(late) events also search the runs, newest first; the dict always holds a pair's newest entry.
+Why the dicts alone answer for an event at ts ≥ W − cooldown: an entry in a run was counted
+before the previous sweep, so t' ≤ W − S ≤ W − 2·cooldown and ts − t' ≥ cooldown. Older (late)
+events also search the runs, newest first. A pair's newest entry is always in the first place
+searched that holds the pair (new, old, then runs newest first).
 """
 
 from __future__ import annotations
@@ -43,15 +45,15 @@ class PairTable:
 
     def __init__(self, cooldown_ms: int, lateness_ms: int, sweep_every_ms: int = 0) -> None:
         self._cooldown = cooldown_ms
-        self._sweep_every = sweep_every_ms or max(
-            _MIN_SWEEP_MS, cooldown_ms, (lateness_ms + cooldown_ms) // _RUNS_PER_HORIZON
-        )
-        self._hot: dict[int, int] = {}
+        every = sweep_every_ms or (lateness_ms + cooldown_ms) // _RUNS_PER_HORIZON
+        self._sweep_every = max(_MIN_SWEEP_MS, 2 * cooldown_ms, every)
+        self._new: dict[int, int] = {}  # counted since the last sweep
+        self._old: dict[int, int] = {}  # counted in the sweep interval before
         self._runs: deque[_Run] = deque()
         self._swept_at: int | None = None
 
     def __len__(self) -> int:
-        return len(self._hot) + sum(len(run.keys) for run in self._runs)
+        return len(self._new) + len(self._old) + sum(len(run.keys) for run in self._runs)
 
     @property
     def runs(self) -> int:
@@ -61,7 +63,9 @@ class PairTable:
     def last(self, a: int, b: int, ts: int, watermark: int) -> int | None:
         """The last counted a→b time an event at ts must be checked against (None: no such)."""
         key = (a << _SHIFT) | b
-        t = self._hot.get(key)
+        t = self._new.get(key)
+        if t is None:
+            t = self._old.get(key)
         if t is not None or ts >= watermark - self._cooldown:
             return t
         for run in reversed(self._runs):
@@ -72,7 +76,7 @@ class PairTable:
 
     def put(self, a: int, b: int, ts: int, watermark: int, horizon: int) -> None:
         """Record a counted a→b at ts; a due sweep may forget entries with t' ≤ horizon."""
-        self._hot[(a << _SHIFT) | b] = ts
+        self._new[(a << _SHIFT) | b] = ts
         swept = self._swept_at
         if swept is None:
             self._swept_at = watermark
@@ -80,14 +84,14 @@ class PairTable:
             self._sweep(watermark, horizon)
 
     def _sweep(self, watermark: int, horizon: int) -> None:
-        limit = watermark - 2 * self._cooldown
-        hot = self._hot
-        moved = [key for key, t in hot.items() if t <= limit]
-        if moved:
-            moved.sort()
-            # popped in place: the dict never holds more than about one sweep's worth
-            stamps = array("q", [hot.pop(key) for key in moved])
-            self._runs.append(_Run(array("q", moved), stamps, max(stamps)))
+        """The older dict becomes a run; the newer one becomes the older; old runs expire."""
+        old = self._old
+        if old:
+            keys = sorted(old)
+            stamps = array("q", [old[key] for key in keys])
+            self._runs.append(_Run(array("q", keys), stamps, max(stamps)))
+        self._old = self._new
+        self._new = {}
         runs = self._runs
         while runs and runs[0].newest <= horizon:
             runs.popleft()
