@@ -1,0 +1,326 @@
+"""Benchmark of `adr consume` (issue 4): sustained throughput, p99 event-to-commit latency at a
+steady 5,000 events/s, a naive consumer and two ceilings, side by side on the same machine.
+
+    python bench/consumer_bench.py            # full size: 1,000,000 events, 100,000 players
+    python bench/consumer_bench.py --events 50000 --players 5000 --steady-seconds 10   # quick
+
+Uses KAFKA_BOOTSTRAP_SERVERS / REDIS_URL when set, else starts the local stack (stack/).
+Prints one JSON object (the figures) on stdout; progress goes to stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from consumer._batch import Plan
+from consumer._keys import Keys
+from consumer._redis_codec import FIELDS, decode_player, encode_player
+from consumer.config import Config
+from consumer.pipeline import Pipeline
+from consumer.simulate import SimConfig, generate
+from engine import Params, initial_snapshot, is_duplicate, new_player, rate_kill, sigma_units
+from schemas import decode_kill_event
+
+HOUR_MS = 3_600_000
+
+
+def say(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class TimedPipeline(Pipeline):
+    """The real pipeline, recording when each batch landed and each counted event's latency."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.applied = 0
+        self.first_write: float | None = None
+        self.last_write = 0.0
+        self.latencies_ms: list[int] = []
+
+    def _observe(self, size: int, plan: Plan, started: float) -> None:
+        super()._observe(size, plan, started)
+        t = time.monotonic()
+        if self.first_write is None:
+            self.first_write = t
+        self.last_write = t
+        self.applied += size
+        done = now_ms()
+        self.latencies_ms.extend(done - ts for ts in plan.counted_ts)
+
+
+def make_topic(bootstrap: str, partitions: int) -> str:
+    name = f"bench-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
+        f.result()
+    return name
+
+
+def produce_all(bootstrap: str, topic: str, cfg: SimConfig) -> int:
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
+         "enable.idempotence": True, "compression.type": "lz4"}
+    )  # fmt: skip
+    n = 0
+    for msg in generate(cfg):
+        while True:
+            try:
+                producer.produce(topic, value=msg.value, key=msg.key)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        n += 1
+        if n % 100_000 == 0:
+            producer.poll(0)
+            say(f"produced {n}")
+    assert producer.flush(120) == 0
+    return n
+
+
+def config_for(bootstrap: str, redis_url: str, topic: str, ns: str) -> Config:
+    return Config(
+        bootstrap_servers=bootstrap, redis_url=redis_url, namespace=ns, topic=topic,
+        group=f"g-{ns}", rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
+        max_age_ms=4 * HOUR_MS,  # the backlog is produced first, then consumed
+    )  # fmt: skip
+
+
+def run_pipeline(pipeline: TimedPipeline, until: Callable[[TimedPipeline], bool]) -> None:
+    def stopper() -> None:
+        while not until(pipeline):
+            time.sleep(0.2)
+        pipeline.request_stop()
+
+    threading.Thread(target=stopper, daemon=True).start()
+    pipeline.run(serve_metrics=False, signals=False)
+
+
+def sustained(bootstrap: str, redis_url: str, topic: str, n: int, params: Params) -> dict[str, Any]:
+    """The consumer on a backlog of n events: events/s from its first write to its last."""
+    pipeline = TimedPipeline(
+        config_for(bootstrap, redis_url, topic, f"bs{uuid.uuid4().hex[:6]}"), params
+    )
+    last_report = [time.monotonic()]
+
+    def done(p: TimedPipeline) -> bool:
+        if time.monotonic() - last_report[0] > 15:
+            last_report[0] = time.monotonic()
+            say(f"consumer applied {p.applied}/{n}")
+        return p.applied >= n
+
+    run_pipeline(pipeline, done)
+    assert pipeline.first_write is not None
+    seconds = pipeline.last_write - pipeline.first_write
+    return {"events": n, "seconds": round(seconds, 2), "events_per_s": round(n / seconds)}
+
+
+def raw_consume(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
+    """Ceiling: read the n messages with no work at all."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"raw-{uuid.uuid4().hex[:6]}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
+    c.subscribe([topic])
+    got, started = 0, None
+    while got < n:
+        batch = c.consume(5000, 1.0)
+        if batch and started is None:
+            started = time.monotonic()
+        got += sum(1 for m in batch if m.error() is None)
+    seconds = time.monotonic() - (started or time.monotonic())
+    c.close()
+    return {"events": got, "seconds": round(seconds, 2), "events_per_s": round(got / seconds)}
+
+
+def raw_redis(redis_url: str, n: int, players: int) -> dict[str, Any]:
+    """Ceiling: the same volume of writes (two player hashes and a rank per event), pipelined
+    1,000 events at a time, no reads, no rating, no script."""
+    client = redis.Redis.from_url(redis_url)
+    keys = Keys(f"raw{uuid.uuid4().hex[:6]}")
+    fields = encode_player(new_player(Params()), 1)
+    mapping = dict(zip(fields[0::2], fields[1::2], strict=True))
+    started = time.monotonic()
+    for start in range(0, n, 1000):
+        pipe = client.pipeline(transaction=False)
+        for i in range(start, min(n, start + 1000)):
+            for p in (f"p{i % players}", f"p{(i * 7 + 1) % players}"):
+                pipe.hset(keys.player(p), mapping=mapping)
+                pipe.zadd(keys.lb, {p: 1000.0})
+        pipe.execute()
+    seconds = time.monotonic() - started
+    client.close()
+    return {"events": n, "seconds": round(seconds, 2), "events_per_s": round(n / seconds)}
+
+
+def naive(
+    bootstrap: str, redis_url: str, topic: str, params: Params, seconds: float
+) -> dict[str, Any]:
+    """One message at a time: poll, read both player hashes, rate, write, commit."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"naive-{uuid.uuid4().hex[:6]}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
+    c.subscribe([topic])
+    client = redis.Redis.from_url(redis_url)
+    keys = Keys(f"nv{uuid.uuid4().hex[:6]}")
+    snapshot = initial_snapshot(params)
+    done, started = 0, None
+    while started is None or time.monotonic() - started < seconds:
+        m = c.poll(1.0)
+        if m is None or m.error() is not None:
+            continue
+        if started is None:
+            started = time.monotonic()
+        e = decode_kill_event(m.value(), now_ms(), _LIMITS)
+        t_prev = client.get(keys.cooldown(e.attacker, e.victim))
+        if not is_duplicate(None if t_prev is None else int(t_prev), e.ts, params):
+            pop = client.hmget(keys.pop, "count", "sigma_hi", "sigma_lo")
+            count = int(pop[0] or 0)
+            total = (int(pop[1] or 0) << 32) + int(pop[2] or 0)
+            states = []
+            for p in (e.attacker, e.victim):
+                got = decode_player(client.hmget(keys.player(p), FIELDS))
+                if got is None:
+                    got = (new_player(params), 0)
+                    count += 1
+                    total += sigma_units(params.sigma0, params)
+                states.append(got)
+            out = rate_kill(states[0][0], states[1][0], e.ts, total, count, snapshot, params)
+            total += out.sigma_units_delta
+            tx = client.pipeline(transaction=True)
+            for p, (_s, ver), new in (
+                (e.attacker, states[0], out.attacker),
+                (e.victim, states[1], out.victim),
+            ):
+                f = encode_player(new, ver + 1)
+                tx.hset(keys.player(p), mapping=dict(zip(f[0::2], f[1::2], strict=True)))
+            tx.hset(
+                keys.pop,
+                mapping={"count": count, "sigma_hi": total >> 32, "sigma_lo": total & 0xFFFFFFFF},
+            )
+            tx.set(keys.cooldown(e.attacker, e.victim), e.ts)
+            tx.hset(keys.offsets(topic), str(m.partition()), m.offset() + 1)
+            tx.execute()
+        c.commit(message=m, asynchronous=False)
+        done += 1
+    elapsed = time.monotonic() - (started or time.monotonic())
+    c.close()
+    client.close()
+    return {"events": done, "seconds": round(elapsed, 2), "events_per_s": round(done / elapsed)}
+
+
+def steady(
+    bootstrap: str, redis_url: str, params: Params, rate: int, seconds: int, players: int
+) -> dict[str, Any]:
+    """`adr simulate --rate` publishing with ts = wall clock; the consumer keeps up (or not):
+    p50/p99/max of (write that applied the event) − (event time), over counted events."""
+    topic = make_topic(bootstrap, 4)
+    n = rate * seconds
+    pipeline = TimedPipeline(
+        config_for(bootstrap, redis_url, topic, f"st{uuid.uuid4().hex[:6]}"), params
+    )
+    sim = subprocess.Popen(
+        [sys.executable, "-m", "adr_cli.main", "simulate", "--bootstrap-servers", bootstrap,
+         "--topic", topic, "--arenas", "1000", "--players", str(players), "--rate", str(rate),
+         "--events", str(n), "--seed", "9", "--duplicate-rate", "0.05"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    run_pipeline(
+        pipeline, lambda p: p.applied >= n or (sim.poll() is not None and sim.returncode != 0)
+    )
+    sim.wait(60)
+    lat = sorted(pipeline.latencies_ms[len(pipeline.latencies_ms) // 10 :])  # skip warm-up 10%
+    q = statistics.quantiles(lat, n=100, method="inclusive")
+    return {"rate_events_per_s": rate, "events": pipeline.applied, "p50_ms": round(q[49]),
+            "p99_ms": round(q[98]), "max_ms": lat[-1]}  # fmt: skip
+
+
+_LIMITS = None
+
+
+def main() -> int:
+    global _LIMITS
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--events", type=int, default=1_000_000)
+    ap.add_argument("--players", type=int, default=100_000)
+    ap.add_argument("--arenas", type=int, default=1000)
+    ap.add_argument("--partitions", type=int, default=4)
+    ap.add_argument("--steady-rate", type=int, default=5000)
+    ap.add_argument("--steady-seconds", type=int, default=60)
+    ap.add_argument("--naive-seconds", type=float, default=20.0)
+    args = ap.parse_args()
+    from schemas import Limits
+
+    _LIMITS = Limits(max_age_ms=4 * HOUR_MS)
+    stack = None
+    bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    redis_url = os.environ.get("REDIS_URL")
+    if not (bootstrap and redis_url):
+        from stack import LocalStack
+
+        stack = LocalStack()
+        bootstrap, redis_url = stack.kafka_bootstrap(), stack.redis_url()
+    try:
+        params = Params()
+        topic = make_topic(bootstrap, args.partitions)
+        cfg = SimConfig(arenas=args.arenas, players=args.players, events=args.events, seed=1,
+                        start_ts=now_ms() - HOUR_MS, spacing_ms=HOUR_MS / args.events,
+                        duplicate_rate=0.05)  # fmt: skip
+        say(f"producing {args.events} events, {args.players} players, {args.arenas} arenas")
+        produce_all(bootstrap, topic, cfg)
+        say("ceiling: raw consume")
+        ceiling_consume = raw_consume(bootstrap, topic, args.events)
+        say("consumer: sustained throughput on the backlog")
+        consumer = sustained(bootstrap, redis_url, topic, args.events, params)
+        say("ceiling: raw pipelined Redis writes")
+        ceiling_redis = raw_redis(redis_url, args.events, args.players)
+        say("naive consumer")
+        naive_result = naive(bootstrap, redis_url, topic, params, args.naive_seconds)
+        say(f"steady {args.steady_rate} events/s for {args.steady_seconds} s")
+        latency = steady(
+            bootstrap, redis_url, params, args.steady_rate, args.steady_seconds, args.players
+        )
+        c = consumer["events_per_s"]
+        report = {
+            "machine": f"{os.cpu_count()} cores (shared), broker + Redis + consumer on it",
+            "consumer": consumer,
+            "steady": latency,
+            "naive": naive_result,
+            "ceiling_raw_consume": ceiling_consume,
+            "ceiling_raw_redis_writes": ceiling_redis,
+            "ratios": {
+                "consumer_vs_naive": round(c / naive_result["events_per_s"], 2),
+                "consumer_vs_raw_consume": round(c / ceiling_consume["events_per_s"], 3),
+                "consumer_vs_raw_redis_writes": round(c / ceiling_redis["events_per_s"], 3),
+            },
+            "targets": {
+                "sustained_25000_per_s": c >= 25_000,
+                "p99_250_ms_at_5000_per_s": latency["p99_ms"] <= 250,
+            },
+        }
+        print(json.dumps(report, indent=2))
+        return 0
+    finally:
+        if stack is not None:
+            stack.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
