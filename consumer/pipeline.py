@@ -392,7 +392,9 @@ class Pipeline:
         deadline = None if give_up_s is None else time.monotonic() + give_up_s
         while True:
             try:
-                return action()
+                result = action()
+                self.metrics.ready_flags["redis"] = True
+                return result
             except _REDIS_DOWN as exc:
                 self.metrics.ready_flags["redis"] = False
                 self.metrics.swallowed.labels("redis_" + what.replace(" ", "_")).inc()
