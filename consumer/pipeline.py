@@ -38,6 +38,7 @@ from engine import Params
 from schemas import Limits, SchemaError, decode_kill_event
 
 log = logging.getLogger("adr.consumer")
+_KAFKA_LOG = logging.getLogger("adr.consumer.kafka")  # librdkafka's own lines, as JSON too
 T = TypeVar("T")
 
 _REDIS_DOWN: Final = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
@@ -95,6 +96,7 @@ class Pipeline:
                 "auto.offset.reset": "earliest",
                 "enable.partition.eof": False,
                 "error_cb": self._on_kafka_error,
+                "logger": _KAFKA_LOG,
                 "fetch.wait.max.ms": max(1, min(config.batch_wait_ms, 100)),
                 "max.poll.interval.ms": 300_000,
             }
@@ -109,6 +111,7 @@ class Pipeline:
                 "linger.ms": 5,
                 "message.timeout.ms": 0,  # never give up: the outbox entry waits meanwhile
                 "error_cb": self._on_kafka_error,
+                "logger": _KAFKA_LOG,
             }
         )
 

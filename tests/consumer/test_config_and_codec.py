@@ -1,0 +1,82 @@
+"""Configuration precedence (flag > environment > default) and the player-hash codec."""
+
+from __future__ import annotations
+
+import argparse
+
+import msgspec
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from consumer import Config, ConsumerError
+from consumer._keys import Keys
+from consumer._redis_codec import FIELDS, decode_player, encode_player, tier_label
+from consumer.config import add_arguments, from_args
+from engine import TIER_LABELS, Params, PlayerState, new_player
+
+
+def _parse(argv: list[str], env: dict[str, str]) -> Config:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    return from_args(parser.parse_args(argv), env)
+
+
+def test_flags_win_over_environment_over_defaults() -> None:
+    env = {"REDIS_URL": "redis://r:1/0", "ADR_NAMESPACE": "envns", "ADR_BATCH_SIZE": "7"}
+    config = _parse(["--namespace", "flagns", "--param", "c_loss=0.5"], env)
+    assert config.redis_url == "redis://r:1/0"
+    assert config.namespace == "flagns"
+    assert config.batch_size == 7
+    assert config.topic == "kill-events" and config.dlq_topic == "kill-events-dlq"
+    assert config.params == {"c_loss": "0.5"}
+    assert Params.from_overrides(dict(config.params)).c_loss == 0.5
+
+
+def test_bad_configuration_is_a_consumer_error() -> None:
+    with pytest.raises(ConsumerError):
+        _parse([], {"ADR_BATCH_SIZE": "many"})
+    with pytest.raises(ConsumerError):
+        _parse(["--param", "c_loss"], {})
+    with pytest.raises(ConsumerError):
+        Config(namespace="a}b")
+
+
+def test_keys_share_the_namespace_hash_tag() -> None:
+    keys = Keys("pool1")
+    assert keys.player("p") == "{pool1}:player:p"
+    assert keys.lb == "{pool1}:lb" and keys.pop == "{pool1}:pop"
+    assert keys.offsets("kill-events") == "{pool1}:offsets:kill-events"
+    # the attacker's length keeps ("ab", "c") and ("a", "bc") apart
+    assert keys.cooldown("ab", "c") != keys.cooldown("a", "bc")
+
+
+_floats = st.floats(allow_nan=False, allow_infinity=False)
+
+
+@given(
+    mu=_floats, sigma=_floats, phi=_floats, pool=_floats, h_up=_floats, h_down=_floats,
+    streak=st.integers(0, 10**6), n=st.integers(0, 10**9),
+    last_ts=st.none() | st.integers(0, 2**62), tier=st.integers(0, len(TIER_LABELS)),
+    window=st.lists(_floats, max_size=20), recent=st.lists(st.integers(0, 2**62), max_size=5),
+    ver=st.integers(0, 2**62),
+)  # fmt: skip
+def test_a_player_state_round_trips_through_its_hash_bit_for_bit(**f: object) -> None:
+    ver = f.pop("ver")
+    state = PlayerState(**{**f, "window": tuple(f["window"]), "recent": tuple(f["recent"])})  # type: ignore[arg-type]
+    flat = encode_player(state, ver)  # type: ignore[arg-type]
+    as_redis = dict(zip(flat[0::2], flat[1::2], strict=True))
+    values = [v if isinstance(v, bytes) else v.encode() for v in (as_redis[k] for k in FIELDS)]
+    back, back_ver = decode_player(values)  # type: ignore[misc]
+    assert back == state and back_ver == ver
+    assert repr(back) == repr(state)  # bit for bit, -0.0 included
+
+
+def test_hash_fields_are_what_other_services_read() -> None:
+    state = new_player(Params())
+    as_redis = dict(zip(*[iter(encode_player(state, 1))] * 2, strict=True))
+    assert set(as_redis) == set(FIELDS)
+    assert as_redis["mu"] == "1000.0" and as_redis["tier"] == "" and as_redis["last_ts"] == ""
+    assert msgspec.msgpack.decode(as_redis["window"]) == []
+    assert tier_label(1) == "1H" and tier_label(15) == "5L" and tier_label(0) == ""
+    assert decode_player([None] * len(FIELDS)) is None
