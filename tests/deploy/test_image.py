@@ -8,6 +8,9 @@ import tomllib
 
 from tests.deploy._metrics import REPO
 
+NOT_DATA = (".py", ".pyc", ".md")
+"""Code, and documentation next to it (a package's README is read by people, not by the code)."""
+
 
 def _pyproject() -> dict:  # type: ignore[type-arg]
     return tomllib.loads((REPO / "pyproject.toml").read_text())
@@ -36,7 +39,7 @@ def test_every_data_file_of_a_package_is_package_data() -> None:
     missing = []
     for package in _packages():
         for path in (REPO / package).rglob("*"):
-            if not path.is_file() or path.suffix in (".py", ".pyc") or "__pycache__" in path.parts:
+            if not path.is_file() or path.suffix in NOT_DATA or "__pycache__" in path.parts:
                 continue
             rel = path.relative_to(REPO / package).as_posix()
             globs = package_data.get(package, []) + package_data.get("*", [])
