@@ -185,12 +185,12 @@ class RatingBook:
         ra = records[ia]
         rb = records[ib]
         mean = self._snapshot.mean_mu_active
-        stored_a = ra.sigma
-        stored_b = rb.sigma
-        mu_a, sigma_a, returning_a = decayed(ra.mu, stored_a, ra.n, ra.last_ts, ts, mean, params)
-        mu_b, sigma_b, returning_b = decayed(rb.mu, stored_b, rb.n, rb.last_ts, ts, mean, params)
+        units_a = ra.sigma_u
+        units_b = rb.sigma_u
+        mu_a, sigma_a, returning_a = decayed(ra.mu, ra.sigma, ra.n, ra.last_ts, ts, mean, params)
+        mu_b, sigma_b, returning_b = decayed(rb.mu, rb.sigma, rb.n, rb.last_ts, ts, mean, params)
         p = kill_probability(
-            mu_a, sigma_a, stored_a, mu_b, sigma_b, stored_b, self._units, len(records), params
+            mu_a, sigma_a, units_a, mu_b, sigma_b, units_b, self._units, len(records), params
         )
         eta_a = eta(sigma_a, ra.streak, store.window_mean(ia, ra), ra.phi, params)
         w_bar_b = store.window_mean(ib, rb)
@@ -199,12 +199,7 @@ class RatingBook:
         raw_b = -(eta_b_loss * p)
         self._update_player(ia, ra, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, ts)
         self._update_player(ib, rb, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, ts)
-        self._units += (
-            sigma_units(ra.sigma, params)
-            - sigma_units(stored_a, params)
-            + sigma_units(rb.sigma, params)
-            - sigma_units(stored_b, params)
-        )
+        self._units += ra.sigma_u - units_a + rb.sigma_u - units_b
 
     def _update_player(
         self,
@@ -227,6 +222,7 @@ class RatingBook:
         )
         r.mu = mu_next
         r.sigma = sigma_new
+        r.sigma_u = sigma_units(sigma_new, params)
         r.streak = r.streak + 1 if won else 0
         r.phi = phi_next(r.phi, error, params)
         r.pool = pool
@@ -283,12 +279,19 @@ class RatingBook:
         store = self._store
         records, active_ms = store.records, self.params.active_ms
         active: list[float] = []
-        for entry in self._heap:
-            i = entry & _HEAP_MASK
-            r = records[i]
-            activity = store.activity_time(i, r)
-            if activity is not None and activity + active_ms > now:
-                active.append(r.mu)
+        if 4 * len(self._heap) < len(records):  # few active: visit them through the heap
+            for entry in self._heap:
+                i = entry & _HEAP_MASK
+                r = records[i]
+                activity = store.activity_time(i, r)
+                if activity is not None and activity + active_ms > now:
+                    active.append(r.mu)
+        else:  # many: one sequential pass is cheaper than hopping through the heap
+            for i, r in enumerate(records):
+                if r.in_heap:
+                    activity = store.activity_time(i, r)
+                    if activity is not None and activity + active_ms > now:
+                        active.append(r.mu)
         fallback = (r.mu for r in records)
         snapshot = take_snapshot(now, active, fallback, self._snapshot, self.params)
         self._pending = (now, self.counted, snapshot)

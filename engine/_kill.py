@@ -61,21 +61,23 @@ def decayed(
 def kill_probability(
     mu_a: float,
     sigma_a: float,
-    stored_sigma_a: float,
+    stored_units_a: int,
     mu_b: float,
     sigma_b: float,
-    stored_sigma_b: float,
+    stored_units_b: int,
     total_units: int,
     count: int,
     params: Params,
 ) -> float:
-    """P_ab with σ̄ over all tracked players, a and b at their post-decay σ (§3, step 6)."""
+    """P_ab with σ̄ over all tracked players, a and b at their post-decay σ (§3, step 6).
+
+    `stored_units_*` are sigma_units of a's and b's stored (pre-decay) σ, as counted in S."""
     units = (
         total_units
         + sigma_units(sigma_a, params)
-        - sigma_units(stored_sigma_a, params)
+        - stored_units_a
         + sigma_units(sigma_b, params)
-        - sigma_units(stored_sigma_b, params)
+        - stored_units_b
     )
     return p_ab(mu_a, mu_b, diffusion(sigma_mean(units, count, params), params))
 
@@ -105,8 +107,9 @@ def predict(
     mean = snapshot.mean_mu_active
     mu_a, sigma_a, _ = decayed(a.mu, a.sigma, a.n, a.last_ts, ts, mean, params)
     mu_b, sigma_b, _ = decayed(b.mu, b.sigma, b.n, b.last_ts, ts, mean, params)
+    units_a, units_b = sigma_units(a.sigma, params), sigma_units(b.sigma, params)
     return kill_probability(
-        mu_a, sigma_a, a.sigma, mu_b, sigma_b, b.sigma, total_units, count, params
+        mu_a, sigma_a, units_a, mu_b, sigma_b, units_b, total_units, count, params
     )
 
 
@@ -157,7 +160,8 @@ def rate_kill(
     mean = snapshot.mean_mu_active
     mu_a, sigma_a, returning_a = decayed(a.mu, a.sigma, a.n, a.last_ts, ts, mean, params)
     mu_b, sigma_b, returning_b = decayed(b.mu, b.sigma, b.n, b.last_ts, ts, mean, params)
-    p = kill_probability(mu_a, sigma_a, a.sigma, mu_b, sigma_b, b.sigma, total_units, count, params)
+    units_a, units_b = sigma_units(a.sigma, params), sigma_units(b.sigma, params)
+    p = kill_probability(mu_a, sigma_a, units_a, mu_b, sigma_b, units_b, total_units, count, params)
     eta_a = eta(sigma_a, a.streak, window_mean(a.window), a.phi, params)
     eta_b_loss = params.c_loss * eta(sigma_b, b.streak, window_mean(b.window), b.phi, params)
     raw_a = eta_a * (1.0 - p)
@@ -165,10 +169,5 @@ def rate_kill(
     bounds = snapshot.boundaries
     new_a = _updated(a, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, ts, bounds, params)
     new_b = _updated(b, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, ts, bounds, params)
-    delta = (
-        sigma_units(new_a.sigma, params)
-        - sigma_units(a.sigma, params)
-        + sigma_units(new_b.sigma, params)
-        - sigma_units(b.sigma, params)
-    )
+    delta = sigma_units(new_a.sigma, params) - units_a + sigma_units(new_b.sigma, params) - units_b
     return KillOutcome(attacker=new_a, victim=new_b, p_ab=p, sigma_units_delta=delta)

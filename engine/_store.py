@@ -12,6 +12,7 @@ from array import array
 from collections.abc import Iterator
 from typing import Any, Final
 
+from engine._sigma import sigma_units
 from engine._state import PlayerState
 from engine._update import recent_next
 from engine.params import Params
@@ -35,15 +36,17 @@ class PlayerRecord:
         "rec_len",
         "rec_newest",
         "sigma",
+        "sigma_u",
         "streak",
         "tier",
         "win_head",
         "win_len",
     )
 
-    def __init__(self, state: PlayerState) -> None:
+    def __init__(self, state: PlayerState, params: Params) -> None:
         self.mu: float = state.mu
         self.sigma: float = state.sigma
+        self.sigma_u: int = sigma_units(state.sigma, params)  # its share of S
         self.streak: int = state.streak
         self.phi: float = state.phi
         self.pool: float = state.pool
@@ -85,7 +88,7 @@ class PlayerStore:
         i = len(self.records)
         self.index[player] = i
         self.ids.append(player)
-        self.records.append(PlayerRecord(state))
+        self.records.append(PlayerRecord(state, self._params))
         w0, r0 = i * self._L, i * self._R
         self.win.extend(self._win_pad)
         self.win[w0 : w0 + len(state.window)] = array("d", state.window)
