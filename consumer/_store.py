@@ -21,7 +21,6 @@ from engine import Params, PlayerState, Snapshot, initial_snapshot
 
 _SCRIPTS: Final = importlib.resources.files("consumer")
 _WRITE: Final = _SCRIPTS.joinpath("_apply.lua").read_text()
-_READ: Final = _SCRIPTS.joinpath("_read.lua").read_text()
 _FIELD_COUNT: Final = len(FIELDS)
 # redis-py < 5.3 requires get_connection's command name; later releases deprecate passing it.
 _COMMAND_NAME: Final = (
@@ -53,7 +52,6 @@ class Store:
         self._params = params
         self._offsets_key = keys.offsets(topic)
         self._apply = _Script(client, _WRITE)
-        self._read = _Script(client, _READ)
         self._snapshot_version: bytes | None = None
         self._snapshot = initial_snapshot(params)
 
@@ -65,26 +63,32 @@ class Store:
         return {p: None if v is None else int(v) for p, v in zip(partitions, values, strict=True)}
 
     def read_view(self, players: list[str], pairs: list[str], partitions: list[int]) -> View:
-        """Everything the batch is computed from, read by one script (one consistent instant)."""
+        """Everything the batch is computed from, in one pipelined round trip.
+
+        The reads need not be one instant: the write checks every player, pair and offset it
+        depends on, and S, P only shape σ̄ (see consumer/README.md, "σ̄").
+        """
         k = self._keys
-        reply = self._read(
-            (self._offsets_key, k.pop, k.snapshot),
-            (len(players), *map(k.player, players), len(pairs), *pairs, *partitions),
-        )
+        pack: Any = hiredis.pack_command  # its stub types a one-element tuple
+        commands = [pack(("HMGET", k.player(p), *FIELDS)) for p in players]
+        if pairs:
+            commands.append(pack(("MGET", *pairs)))
+        commands.append(pack(("HMGET", k.pop, "count", "sigma_hi", "sigma_lo")))
+        commands.append(pack(("HMGET", self._offsets_key, *(partitions or [-1]))))
+        commands.append(pack(("HGET", k.snapshot, "version")))
+        reply = _pipelined(self._r, commands)
         stored: dict[str, tuple[PlayerState | None, int]] = {}
-        at = 0
-        for player in players:
-            decoded = decode_player(reply[at : at + _FIELD_COUNT])
+        for player, values in zip(players, reply, strict=False):
+            decoded = decode_player(values)
             stored[player] = (None, 0) if decoded is None else decoded
-            at += _FIELD_COUNT
-        cooldowns = {
-            key: None if v is None else int(v) for key, v in zip(pairs, reply[at:], strict=False)
-        }
-        at += len(pairs)
-        count, hi, lo = reply[at : at + 3]
-        at += 3
+        cooldowns = (
+            {key: None if v is None else int(v) for key, v in zip(pairs, reply[-4], strict=True)}
+            if pairs
+            else {}
+        )
+        count, hi, lo = reply[-3]
         offsets = {
-            p: None if v is None else int(v) for p, v in zip(partitions, reply[at:], strict=False)
+            p: None if v is None else int(v) for p, v in zip(partitions, reply[-2], strict=False)
         }
         return View(
             players=stored,
@@ -144,6 +148,22 @@ class Store:
                 what.decode() if isinstance(what, bytes) else str(what),
                 key.decode() if isinstance(key, bytes) else str(key),
             )
+
+
+def _pipelined(client: redis.Redis, commands: list[bytes]) -> list[Any]:
+    """Send hiredis-packed commands in one write and read every reply (redis-py's pipeline
+    packs each argument in Python, which costs more than Redis spends on the commands)."""
+    pool = client.connection_pool
+    conn = pool.get_connection(*_COMMAND_NAME)
+    try:
+        conn.send_packed_command(commands)  # type: ignore[no-untyped-call]
+        replies = [conn.read_response() for _ in commands]
+    except (redis.ConnectionError, redis.TimeoutError):
+        conn.disconnect()  # type: ignore[no-untyped-call]
+        raise
+    finally:
+        pool.release(conn)
+    return replies
 
 
 class _Script:

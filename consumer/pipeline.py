@@ -381,7 +381,14 @@ class Pipeline:
         except Exception as exc:
             log.warning("outbox not fully relayed at exit", extra={"error": str(exc)})
         self.producer.flush(5)
-        self.kafka.close()  # commits nothing more (auto commit off), leaves the group
+        if self.positions:
+            tps = [TopicPartition(self.config.topic, p, o) for p, o in self.positions.items()]
+            try:
+                self.kafka.commit(offsets=tps, asynchronous=False)
+            except Exception as exc:
+                self.metrics.swallowed.labels("kafka_commit").inc()
+                log.warning("final kafka commit failed", extra={"error": str(exc)})
+        self.kafka.close()  # leaves the group
         self.redis.close()
         if self.http is not None:
             self.http.shutdown()

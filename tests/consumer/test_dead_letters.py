@@ -79,6 +79,8 @@ def test_malformed_events_are_dead_lettered_with_their_reason_and_the_rest_appli
         status, ready = _get(base + "/readyz")
         assert status == 200, ready
         assert _get(base + "/healthz")[0] == 200
+        lag = 'adr_consumer_lag{partition="0"} 0.0'
+        S.wait_until(lambda: lag in _get(base + "/metrics")[1], 15, "the lag gauge")
         status, text = _get(base + "/metrics")
         assert status == 200
         assert _get(base + "/nope")[0] == 404
