@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -104,6 +105,8 @@ def test_killed_session_leaves_no_servers(tmp_path: Path, sig: signal.Signals) -
             proc.kill()
             proc.wait()
     assert _wait_gone(pids) == [], f"still running after {sig.name}: {commands}"
+    # A SIGKILLed owner cannot remove its work folder; the servers are gone, so tidy up here.
+    shutil.rmtree(str(info["workdir"]), ignore_errors=True)
 
 
 def test_stack_cli_up_status_down(tmp_path: Path) -> None:
