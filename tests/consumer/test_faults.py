@@ -75,11 +75,11 @@ def test_redis_and_broker_restarts_mid_run_lose_nothing(tmp_path: Path) -> None:
     n = 40_000
     redis_server = DurableRedis(tmp_path / "redis")
     broker = RestartableBroker(tmp_path / "kafka")
-    redis_server.start()
-    broker.start()
     log = tmp_path / "consumer.log"
     proc = None
     try:
+        redis_server.start()
+        broker.start()
         bootstrap = broker.bootstrap
         topic = "kill-events"
         admin = AdminClient({"bootstrap.servers": bootstrap})
