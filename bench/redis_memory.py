@@ -69,6 +69,7 @@ class Timing:
     server_cpu_s: float = 0.0
     script_calls: int = 0
     script_usec: int = 0
+    command_usec: int = 0
     extra: dict[str, float] = field(default_factory=dict)
 
 
@@ -116,14 +117,21 @@ def server_cpu(r: redis.Redis) -> float:
     return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
-def script_stats(r: redis.Redis) -> tuple[int, int]:
+_NOT_WORKLOAD = ("cmdstat_info", "cmdstat_config", "cmdstat_memory", "cmdstat_object")
+
+
+def script_stats(r: redis.Redis) -> tuple[int, int, int]:
+    """(script calls, µs in scripts, µs in all workload commands) from INFO commandstats."""
     stats = r.info("commandstats")
-    calls = usec = 0
-    for name in ("cmdstat_evalsha", "cmdstat_eval"):
-        if name in stats:
-            calls += int(stats[name]["calls"])
-            usec += int(stats[name]["usec"])
-    return calls, usec
+    calls = usec = total = 0
+    for name, stat in stats.items():
+        if name in _NOT_WORKLOAD:
+            continue
+        total += int(stat["usec"])
+        if name in ("cmdstat_evalsha", "cmdstat_eval"):
+            calls += int(stat["calls"])
+            usec += int(stat["usec"])
+    return calls, usec, total
 
 
 def used_memory(r: redis.Redis) -> int:
@@ -140,7 +148,7 @@ def apply_events(
     t: Timing,
 ) -> None:
     """Apply `events` batch by batch through the consumer's read -> rate -> write path."""
-    cpu0, (calls0, usec0) = server_cpu(r), script_stats(r)
+    cpu0, (calls0, usec0, all0) = server_cpu(r), script_stats(r)
     wall0 = time.perf_counter()
     for i in range(0, len(events), batch):
         chunk = events[i : i + batch]
@@ -171,10 +179,11 @@ def apply_events(
         t.duplicates += plan.duplicates
         t.batches += 1
     t.wall_s += time.perf_counter() - wall0
-    calls1, usec1 = script_stats(r)
+    calls1, usec1, all1 = script_stats(r)
     t.server_cpu_s += server_cpu(r) - cpu0
     t.script_calls += calls1 - calls0
     t.script_usec += usec1 - usec0
+    t.command_usec += all1 - all0
 
 
 def publish_snapshot(r: redis.Redis, keys: Keys, params: Params, now_ms: int) -> int:
@@ -334,6 +343,7 @@ def run(args: argparse.Namespace, r: redis.Redis, own_server: bool) -> dict[str,
             "write_calls_per_s_client": rate.batches / rate.write_s,
             "read_calls_per_s_client": rate.batches / rate.read_s,
             "script_usec_per_event": rate.script_usec / max(1, rate.events),
+            "command_usec_per_event": rate.command_usec / max(1, rate.events),
             "server_cpu_s": rate.server_cpu_s,
             "server_cpu_us_per_event": cpu_per_event * 1e6,
             "primary_events_per_s": 1 / cpu_per_event if cpu_per_event else None,
@@ -386,13 +396,13 @@ def report(result: dict[str, object], args: argparse.Namespace) -> str:
         f"({result['outbox_entries']} entries, one per batch, "
         f"{result['bytes_per_outbox_entry'] / 1024:.0f} KiB each)",
         f"one consumer process, read -> rate -> write: {rate['consumer_events_per_s']:.0f} events/s"
-        f" (per batch of {rate['batch']}: read script {1000 * rate['read_s'] / rate['batches']:.1f}"
+        f" (per batch of {rate['batch']}: read {1000 * rate['read_s'] / rate['batches']:.1f}"
         f" ms, engine {1000 * rate['rate_s'] / rate['batches']:.1f} ms, write script "
         f"{1000 * rate['write_s'] / rate['batches']:.1f} ms)",
         f"write script alone: {rate['write_calls_per_s_client']:.1f} calls/s = "
         f"{rate['write_calls_per_s_client'] * rate['batch']:.0f} events/s from one client; "
-        f"Redis time in scripts (read + write, commandstats): "
-        f"{rate['script_usec_per_event']:.1f} us per event",
+        f"Redis time in commands (commandstats): {rate['command_usec_per_event']:.1f} us per "
+        f"event, of which scripts {rate['script_usec_per_event']:.1f} us",
         f"Redis server CPU: {rate['server_cpu_us_per_event']:.1f} us per event "
         f"-> one primary at 100% of a core: {rate['primary_events_per_s']:.0f} events/s",
         f"largest population per primary (maxmemory x {HEADROOM} for data, "
