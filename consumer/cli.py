@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from consumer import _log
+from adr_cli import logs as _log
 from consumer._errors import ConsumerError
 from consumer.config import add_arguments as _add_config_arguments
 from consumer.config import from_args

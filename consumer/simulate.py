@@ -23,7 +23,7 @@ from typing import IO, Any
 
 import msgspec
 
-from consumer import _log
+from adr_cli import logs as _log
 from schemas import DEFAULT_MAX_AGE_MS, MAX_ID_BYTES, MAX_MESSAGE_BYTES, KillEvent, kill_event
 
 log = logging.getLogger("adr.simulate")

@@ -19,7 +19,7 @@ from types import FrameType
 
 import redis
 
-from tierjob import _log
+from adr_cli import logs as _log
 from tierjob._errors import TierJobError
 from tierjob.calibration import CalibrationResult, Calibrator
 from tierjob.config import Config, from_args

@@ -1,4 +1,4 @@
-"""JSON-lines logging to stderr (one object per line: ts, level, logger, msg, extra fields)."""
+"""JSON-lines logging to stderr for every `adr` process: ts, level, logger, msg, extra fields."""
 
 from __future__ import annotations
 
