@@ -191,5 +191,6 @@ def _validate(p: Params) -> None:
     shares = p.tier_shares
     if not isinstance(shares, tuple) or not all(isinstance(s, Fraction) for s in shares):
         raise ParamError("tier_shares must be a tuple of Fractions")
-    if len(shares) != TIER_COUNT or any(s < 0 for s in shares) or sum(shares) != 1:
-        raise ParamError(f"tier_shares must be {TIER_COUNT} non-negative shares summing to 1")
+    # A zero share would make an empty tier and a tier-boundaries message the decoder refuses.
+    if len(shares) != TIER_COUNT or any(s <= 0 for s in shares) or sum(shares) != 1:
+        raise ParamError(f"tier_shares must be {TIER_COUNT} positive shares summing to 1")

@@ -62,6 +62,7 @@ def test_overrides_parse_text() -> None:
         ("beta", "1.5", "beta"),
         ("t_cooldown", "0.0001", "whole number of milliseconds"),
         ("tier_shares", "1/2,1/2", "tier_shares"),
+        ("tier_shares", "0," + ",".join(["1/14"] * 14), "positive shares"),
         ("nu_min", "5", "nu_min <= 0"),
     ],
 )
