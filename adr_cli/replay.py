@@ -20,6 +20,7 @@ from typing import IO, Annotated, Any, Final
 import msgpack
 import msgspec
 
+from adr_cli.params import add_param_argument, param_overrides
 from engine import TIER_LABELS, EngineError, ParamError, Params, RatingBook, Snapshot
 
 EXIT_OK: Final = 0
@@ -77,13 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="snapshot interval in event-time seconds (default 300)",
     )
-    parser.add_argument(
-        "--param",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="override an ADR parameter by its adr-reading.md name (repeatable)",
-    )
+    add_param_argument(parser, env=False)
     parser.add_argument(
         "--snapshot",
         type=Path,
@@ -113,7 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        params = Params.from_overrides(_parse_params(args.param))
+        params = Params.from_overrides(param_overrides(args.param))
         fixed = _read_snapshot(args.snapshot) if args.snapshot is not None else None
         every_ms = _seconds_to_ms(args.calibrate_every, "--calibrate-every")
         lateness_ms = _seconds_to_ms(args.lateness, "--lateness")
@@ -160,16 +155,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 # -- input ------------------------------------------------------------------------------------
-
-
-def _parse_params(items: list[str]) -> dict[str, str]:
-    overrides: dict[str, str] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise ParamError(f"--param expects NAME=VALUE, got {item!r}")
-        overrides[name.strip()] = value.strip()
-    return overrides
 
 
 def _seconds_to_ms(seconds: float, flag: str) -> int:

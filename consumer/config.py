@@ -8,7 +8,9 @@ import os
 import socket
 from collections.abc import Mapping
 
+from adr_cli.params import add_param_argument, param_overrides
 from consumer._errors import ConsumerError
+from engine import ParamError
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -88,14 +90,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         parser.add_argument(
             flag, dest=dest, type=typ, default=None, help=f"(env {env}; default {shown})"
         )
-    parser.add_argument(
-        "--param",
-        dest="param",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="override an engine parameter (repeatable; env ADR_PARAMS='a=1,b=2')",
-    )
+    add_param_argument(parser)
 
 
 def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Config:
@@ -111,13 +106,8 @@ def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None
                 values[dest] = typ(env[var])
             except ValueError as exc:
                 raise ConsumerError(f"bad {var}={env[var]!r}: {exc}") from exc
-    overrides = [p for p in env.get("ADR_PARAMS", "").split(",") if p.strip()]
-    overrides += list(getattr(args, "param", []) or [])
-    params: dict[str, str] = {}
-    for item in overrides:
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise ConsumerError(f"--param wants NAME=VALUE, got {item!r}")
-        params[name.strip()] = value.strip()
-    values["params"] = params
+    try:
+        values["params"] = param_overrides(getattr(args, "param", []) or [], env)
+    except ParamError as exc:
+        raise ConsumerError(str(exc)) from exc
     return Config(**values)  # type: ignore[arg-type]

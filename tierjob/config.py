@@ -9,6 +9,7 @@ import socket
 import uuid
 from collections.abc import Mapping
 
+from adr_cli.params import add_param_argument, param_overrides
 from engine import ParamError, Params
 from tierjob._errors import TierJobError
 
@@ -105,29 +106,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_param_argument(parser)
 
 
-def add_param_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--param",
-        dest="param",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="override an engine parameter, same as the consumer's (repeatable; env ADR_PARAMS)",
-    )
-
-
 def params_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> Params:
     """engine.Params from ADR_PARAMS then --param overrides (the consumer must use the same)."""
-    items = [p for p in environ.get("ADR_PARAMS", "").split(",") if p.strip()]
-    items += list(getattr(args, "param", []) or [])
-    overrides: dict[str, str] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise TierJobError(f"--param wants NAME=VALUE, got {item!r}")
-        overrides[name.strip()] = value.strip()
     try:
-        return Params.from_overrides(overrides)
+        return Params.from_overrides(param_overrides(getattr(args, "param", []) or [], environ))
     except ParamError as exc:
         raise TierJobError(str(exc)) from exc
 

@@ -15,9 +15,10 @@ from collections.abc import Sequence
 
 import redis
 
+from adr_cli.params import add_param_argument
 from tierjob._errors import TierJobError
 from tierjob.board import Board, Entry, PlayerNotFound, TierTable
-from tierjob.config import DEFAULT_REDIS_URL, add_param_argument, params_from_args
+from tierjob.config import DEFAULT_REDIS_URL, params_from_args
 
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1
