@@ -11,6 +11,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from adr_cli import compiled
+
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("adr_cli.replay", "rate a file of kill events offline with the engine"),
@@ -49,6 +51,7 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    compiled.activate_once()  # before any subcommand imports engine, consumer or schemas
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(args_list)
     args = parser.parse_args(args_list)

@@ -1,23 +1,28 @@
 -- One batch of the consumer, applied atomically (docs/design.md, "Redis layout").
 -- KEYS: offsets, outbox, lb, activity, active_mu, pop, tier_counts
--- ARGV[1..13]: how many ARGV items each section below has; the sections follow in order.
--- Every number is a decimal string (Lua numbers are doubles and would lose int64 digits).
---   1 player checks   key, ver, ...        ver "0" = no hash yet
---   2 cooldown checks key, ts|"", ...      "" = no key
---   3 offset checks   partition, next|"", ...
---   4 player hashes   key, field, value, ... (HASH_ITEMS items per player)
---   5 lb score, member, ...   6 activity (same)   7 active_mu (same)   8 not active: member, ...
---   9 tier counts label, delta, ...   10 pop deltas: count, sigma_hi, sigma_lo
---   11 cooldowns key, ts, pxat, ...   12 offsets partition, next, ...
---   13 outbox: one msgpack array of [player, rating change] pairs (or nothing)
+-- ARGV[1] the player key prefix ("{ns}:player:"); ARGV[2..8]: how many ARGV items each section
+-- below has; the sections follow in order. Every number is a decimal string (Lua numbers are
+-- doubles and would lose int64 digits). Per player the script derives its rank, activity and
+-- active-μ writes from the hash values, so the client sends each value once.
+--   1 players  PLAYER_ITEMS per player: id, checked ver ("0" = no hash yet), new ver, then the
+--              hash values mu..recent in FIELD order, activity time ("" = none), active "1"|"0"
+--   2 offset checks partition, next|"", ...
+--   3 tier counts label, delta, ...   4 pop deltas: count, sigma_hi, sigma_lo
+--   5 cooldowns key, ts, pxat, ...    6 offsets partition, next, ...
+--   7 outbox: one msgpack array of [player, rating change] pairs (or nothing)
+-- A pair's cooldown needs no check of its own: counting a kill always rewrites the attacker, so
+-- a concurrent count of the same pair moves the attacker's ver, which is checked.
 -- Returns {0} when applied, {1, what, key} when a checked value changed (then nothing is written).
-local HASH_ITEMS = 27  -- the key and 13 field/value pairs
-local CHUNK = 2000     -- stay far below Lua's limit on unpack() arguments
+local FIELD = {'mu', 'sigma', 'streak', 'phi', 'pool', 'n', 'last_ts', 'tier', 'h_up', 'h_down',
+               'window', 'recent'}
+local PLAYER_ITEMS = 17  -- id, checked ver, new ver, 12 values, activity time, active
+local CHUNK = 2000       -- stay far below Lua's limit on unpack() arguments
 
+local prefix = ARGV[1]
 local bounds = {}
-local at = 14
-for s = 1, 13 do
-  local n = tonumber(ARGV[s])
+local at = 9
+for s = 1, 7 do
+  local n = tonumber(ARGV[s + 1])
   bounds[s] = {at, at + n - 1}
   at = at + n
 end
@@ -25,47 +30,62 @@ end
 local function section(s) return bounds[s][1], bounds[s][2] end
 
 local first, last = section(1)
-for i = first, last, 2 do
-  if (redis.call('HGET', ARGV[i], 'ver') or '0') ~= ARGV[i + 1] then
-    return {1, 'player', ARGV[i]}
+for i = first, last, PLAYER_ITEMS do
+  if (redis.call('HGET', prefix .. ARGV[i], 'ver') or '0') ~= ARGV[i + 1] then
+    return {1, 'player', prefix .. ARGV[i]}
   end
 end
+local pfirst, plast = first, last
 first, last = section(2)
-for i = first, last, 2 do
-  if (redis.call('GET', ARGV[i]) or '') ~= ARGV[i + 1] then return {1, 'cooldown', ARGV[i]} end
-end
-first, last = section(3)
 for i = first, last, 2 do
   if (redis.call('HGET', KEYS[1], ARGV[i]) or '') ~= ARGV[i + 1] then
     return {1, 'offset', ARGV[i]}
   end
 end
 
-local function bulk(cmd, key, s)
-  local f, l = section(s)
-  for i = f, l, CHUNK do
-    redis.call(cmd, key, unpack(ARGV, i, math.min(i + CHUNK - 1, l)))
+local lb, activity, active, inactive = {}, {}, {}, {}
+local function add(t, a, b)
+  t[#t + 1] = a
+  if b then t[#t + 1] = b end
+end
+for i = pfirst, plast, PLAYER_ITEMS do
+  local id, mu = ARGV[i], ARGV[i + 3]
+  local v = i + 2
+  redis.call('HSET', prefix .. id, FIELD[1], mu, FIELD[2], ARGV[v + 2], FIELD[3], ARGV[v + 3],
+    FIELD[4], ARGV[v + 4], FIELD[5], ARGV[v + 5], FIELD[6], ARGV[v + 6], FIELD[7], ARGV[v + 7],
+    FIELD[8], ARGV[v + 8], FIELD[9], ARGV[v + 9], FIELD[10], ARGV[v + 10],
+    FIELD[11], ARGV[v + 11], FIELD[12], ARGV[v + 12], 'ver', ARGV[i + 2])
+  if ARGV[v + 8] ~= '' then add(lb, mu, id) end
+  local since = ARGV[i + 15]
+  if since ~= '' then
+    add(activity, since, id)
+    if ARGV[i + 16] == '1' then add(active, mu, id) else add(inactive, id) end
   end
 end
 
-first, last = section(4)
-for i = first, last, HASH_ITEMS do
-  redis.call('HSET', unpack(ARGV, i, i + HASH_ITEMS - 1))
+local function bulk(cmd, key, items)
+  for i = 1, #items, CHUNK do
+    redis.call(cmd, key, unpack(items, i, math.min(i + CHUNK - 1, #items)))
+  end
 end
-bulk('ZADD', KEYS[3], 5)
-bulk('ZADD', KEYS[4], 6)
-bulk('ZADD', KEYS[5], 7)
-bulk('ZREM', KEYS[5], 8)
-first, last = section(9)
+bulk('ZADD', KEYS[3], lb)
+bulk('ZADD', KEYS[4], activity)
+bulk('ZADD', KEYS[5], active)
+bulk('ZREM', KEYS[5], inactive)
+
+first, last = section(3)
 for i = first, last, 2 do redis.call('HINCRBY', KEYS[7], ARGV[i], ARGV[i + 1]) end
-first = section(10)
+first = section(4)
 local pop = {'count', 'sigma_hi', 'sigma_lo'}
 for j = 0, 2 do
   if ARGV[first + j] ~= '0' then redis.call('HINCRBY', KEYS[6], pop[j + 1], ARGV[first + j]) end
 end
-first, last = section(11)
+first, last = section(5)
 for i = first, last, 3 do redis.call('SET', ARGV[i], ARGV[i + 1], 'PXAT', ARGV[i + 2]) end
-bulk('HSET', KEYS[1], 12)
-first, last = section(13)
+first, last = section(6)
+for i = first, last, CHUNK do
+  redis.call('HSET', KEYS[1], unpack(ARGV, i, math.min(i + CHUNK - 1, last)))
+end
+first, last = section(7)
 for i = first, last do redis.call('XADD', KEYS[2], '*', 'm', ARGV[i]) end
 return {0}

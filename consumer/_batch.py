@@ -12,7 +12,7 @@ from collections import Counter
 from typing import Final
 
 from consumer._keys import Keys
-from consumer._redis_codec import encode_player, tier_label
+from consumer._redis_codec import player_values, tier_label
 from engine import (
     Params,
     PlayerState,
@@ -60,14 +60,12 @@ class View:
 class Plan:
     """One batch's atomic write: what to check (compare-and-set) and what to write."""
 
-    player_checks: list[tuple[str, int]] = dataclasses.field(default_factory=list)
-    cooldown_checks: list[tuple[str, int | None]] = dataclasses.field(default_factory=list)
+    players: list[str | bytes] = dataclasses.field(default_factory=list)
+    """PLAYER_ITEMS per changed player: id, checked ver, new ver, the hash values (FIELDS order,
+    without ver), activity time ("" = none), "1" if active else "0" (consumer/_apply.lua)."""
+    states: dict[str, tuple[PlayerState, int]] = dataclasses.field(default_factory=dict)
+    """player -> (state, ver) as the write leaves it, for every player the batch changed."""
     offset_checks: list[tuple[int, int | None]] = dataclasses.field(default_factory=list)
-    players: list[tuple[str, list[str | bytes]]] = dataclasses.field(default_factory=list)
-    leaderboard: list[tuple[str, str]] = dataclasses.field(default_factory=list)
-    activity: list[tuple[str, str]] = dataclasses.field(default_factory=list)
-    active_mu: list[tuple[str, str]] = dataclasses.field(default_factory=list)
-    inactive: list[str] = dataclasses.field(default_factory=list)
     tier_counts: dict[str, int] = dataclasses.field(default_factory=dict)
     count_delta: int = 0
     sigma_hi_delta: int = 0
@@ -80,6 +78,10 @@ class Plan:
     duplicates: int = 0
     already_applied: int = 0
     counted_ts: list[int] = dataclasses.field(default_factory=list)
+
+
+PLAYER_ITEMS: Final = 17
+"""Items per player in `Plan.players` (and in consumer/_apply.lua)."""
 
 
 def rate_batch(
@@ -146,10 +148,8 @@ def rate_batch(
             )
             plan.outbox.append((player, encode_rating_change(change)))
 
-    _plan_players(plan, states, view, keys, params)
+    _plan_players(plan, states, view, params)
     plan.count_delta = count - view.player_count
-    for pair in touched_pairs:
-        plan.cooldown_checks.append((pair, view.cooldowns.get(pair)))
     plan.cooldowns = list(touched_pairs.items())
     for partition, next_offset in batch_offsets.items():
         stored = view.offsets.get(partition)
@@ -158,34 +158,29 @@ def rate_batch(
     return plan
 
 
-def _plan_players(
-    plan: Plan, states: dict[str, PlayerState], view: View, keys: Keys, params: Params
-) -> None:
-    """Hashes, ranks, tier counts and σ-limb deltas of every player the batch changed."""
+def _plan_players(plan: Plan, states: dict[str, PlayerState], view: View, params: Params) -> None:
+    """Hashes (ranks and activity follow from them), tier counts and σ-limb deltas of every
+    player the batch changed."""
     tier_counts: Counter[str] = Counter()
+    out = plan.players
     for player, state in states.items():
         old, ver = view.players[player]
         if old is state:
             continue  # read for the batch but its only events were duplicates
-        key = keys.player(player)
-        plan.player_checks.append((key, ver))
-        plan.players.append((key, encode_player(state, ver + 1)))
-        mu = repr(state.mu)
-        if state.tier:
-            plan.leaderboard.append((mu, player))
+        plan.states[player] = (state, ver + 1)
+        out += (player, str(ver), str(ver + 1))
+        out += player_values(state)
+        since = activity_time(state, params)
+        if since is None:
+            out += ("", "")
+        else:
+            assert state.last_ts is not None
+            out += (str(since), "1" if is_active(state, state.last_ts, params) else "0")
         if old is None or old.tier != state.tier:
             if old is not None and old.tier:
                 tier_counts[tier_label(old.tier)] -= 1
             if state.tier:
                 tier_counts[tier_label(state.tier)] += 1
-        since = activity_time(state, params)
-        if since is not None:
-            plan.activity.append((str(since), player))
-            assert state.last_ts is not None
-            if is_active(state, state.last_ts, params):
-                plan.active_mu.append((mu, player))
-            else:
-                plan.inactive.append(player)
         new_units = sigma_units(state.sigma, params)
         old_units = 0 if old is None else sigma_units(old.sigma, params)
         plan.sigma_hi_delta += (new_units >> _LIMB_BITS) - (old_units >> _LIMB_BITS)

@@ -60,33 +60,28 @@ def decode_player(values: Sequence[Any]) -> tuple[PlayerState, int] | None:
     return state, int(ver)
 
 
+def player_values(state: PlayerState) -> list[str | bytes]:
+    """The hash values of `state` in FIELDS order, without `ver` (what the batch write sends)."""
+    last_ts = state.last_ts
+    return [
+        repr(state.mu),
+        repr(state.sigma),
+        str(state.streak),
+        repr(state.phi),
+        repr(state.pool),
+        str(state.n),
+        "" if last_ts is None else str(last_ts),
+        _LABEL_BY_TIER[state.tier],
+        repr(state.h_up),
+        repr(state.h_down),
+        _ENCODER.encode([float(x) for x in state.window]),
+        _ENCODER.encode(list(state.recent)),
+    ]
+
+
 def encode_player(state: PlayerState, ver: int) -> list[str | bytes]:
     """The flat `field, value, ...` list HSET writes for `state` at version `ver`."""
-    return [
-        "mu",
-        repr(state.mu),
-        "sigma",
-        repr(state.sigma),
-        "streak",
-        str(state.streak),
-        "phi",
-        repr(state.phi),
-        "pool",
-        repr(state.pool),
-        "n",
-        str(state.n),
-        "last_ts",
-        "" if state.last_ts is None else str(state.last_ts),
-        "tier",
-        _LABEL_BY_TIER[state.tier],
-        "h_up",
-        repr(state.h_up),
-        "h_down",
-        repr(state.h_down),
-        "window",
-        _ENCODER.encode([float(x) for x in state.window]),
-        "recent",
-        _ENCODER.encode(list(state.recent)),
-        "ver",
-        str(ver),
-    ]
+    flat: list[str | bytes] = []
+    for field, value in zip(FIELDS, [*player_values(state), str(ver)], strict=True):
+        flat += (field, value)
+    return flat

@@ -6,7 +6,7 @@ import hashlib
 import importlib.resources
 import inspect
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import hiredis
@@ -62,23 +62,40 @@ class Store:
         values = self._r.hmget(self._offsets_key, [str(p) for p in partitions])
         return {p: None if v is None else int(v) for p, v in zip(partitions, values, strict=True)}
 
-    def read_view(self, players: list[str], pairs: list[str], partitions: list[int]) -> View:
+    def read_view(
+        self,
+        players: list[str],
+        pairs: list[str],
+        partitions: list[int],
+        cached: Mapping[str, tuple[PlayerState, int]] | None = None,
+    ) -> View:
         """Everything the batch is computed from, in one pipelined round trip.
 
-        The reads need not be one instant: the write checks every player, pair and offset it
+        Players in `cached` (state and ver as this instance last wrote or read them) are not read:
+        the write checks every player's ver, so a stale entry costs a Conflict, never an update.
+        The reads need not be one instant either: the write checks every player and offset it
         depends on, and S, P only shape σ̄ (see consumer/README.md, "σ̄").
         """
         k = self._keys
+        stored: dict[str, tuple[PlayerState | None, int]] = {}
+        wanted = players
+        if cached:
+            wanted = []
+            for player in players:
+                hit = cached.get(player)
+                if hit is None:
+                    wanted.append(player)
+                else:
+                    stored[player] = hit
         pack: Any = hiredis.pack_command  # its stub types a one-element tuple
-        commands = [pack(("HMGET", k.player(p), *FIELDS)) for p in players]
+        commands = [pack(("HMGET", k.player(p), *FIELDS)) for p in wanted]
         if pairs:
             commands.append(pack(("MGET", *pairs)))
         commands.append(pack(("HMGET", k.pop, "count", "sigma_hi", "sigma_lo")))
         commands.append(pack(("HMGET", self._offsets_key, *(partitions or [-1]))))
         commands.append(pack(("HGET", k.snapshot, "version")))
         reply = _pipelined(self._r, commands)
-        stored: dict[str, tuple[PlayerState | None, int]] = {}
-        for player, values in zip(players, reply, strict=False):
+        for player, values in zip(wanted, reply, strict=False):
             decoded = decode_player(values)
             stored[player] = (None, 0) if decoded is None else decoded
         cooldowns = (
@@ -113,25 +130,22 @@ class Store:
         """Apply the plan atomically; Conflict (nothing written) if a checked value moved."""
         k = self._keys
         keep_ms = cooldown_ms + max_age_ms
-        sections: list[list[object]] = [
-            _flat(plan.player_checks),
-            _flat((key, "" if ts is None else ts) for key, ts in plan.cooldown_checks),
+        cooldowns: list[object] = []
+        for key, ts in plan.cooldowns:
+            # A pair's key is needed while an accepted event could still fall in its cooldown.
+            cooldowns += (key, ts, ts + keep_ms)
+        sections: tuple[Sequence[object], ...] = (
+            plan.players,
             _flat((p, "" if o is None else o) for p, o in plan.offset_checks),
-            _flat([key, *fields] for key, fields in plan.players),
-            _flat(plan.leaderboard),
-            _flat(plan.activity),
-            _flat(plan.active_mu),
-            list(plan.inactive),
             _flat(plan.tier_counts.items()),
             [plan.count_delta, plan.sigma_hi_delta, plan.sigma_lo_delta],
-            # A pair's key is needed while an accepted event could still fall in its cooldown.
-            _flat((key, ts, ts + keep_ms) for key, ts in plan.cooldowns),
+            cooldowns,
             _flat(plan.offsets),
             [_OUTBOX.encode(plan.outbox)] if plan.outbox else [],
-        ]
-        args: list[object] = [len(s) for s in sections]
+        )
+        args: list[object] = [k.player(""), *(len(s) for s in sections)]
         for section in sections:
-            args.extend(section)
+            args += section
         keys = [
             self._offsets_key,
             k.outbox,

@@ -39,6 +39,8 @@ class Config:
     metrics_port: int = 9108
     metrics_host: str = "0.0.0.0"
     relay_batch: int = 5000
+    state_cache_players: int = 200_000
+    """Player states kept in memory between batches (0: read every player each batch)."""
     outbox_claim_idle_ms: int = 10_000
     """An outbox entry read by a relay that then died is re-sent after this long."""
     backoff_initial_s: float = 0.1
@@ -52,6 +54,8 @@ class Config:
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.relay_batch < 1:
             raise ConsumerError("batch sizes must be >= 1")
+        if self.state_cache_players < 0:
+            raise ConsumerError("state_cache_players must be >= 0")
         if self.batch_wait_ms < 0 or self.max_age_ms < 0 or self.max_future_ms < 0:
             raise ConsumerError("durations must be >= 0")
         if not self.namespace or "{" in self.namespace or "}" in self.namespace:
@@ -76,6 +80,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "metrics_port": ("ADR_METRICS_PORT", int),
     "metrics_host": ("ADR_METRICS_HOST", str),
     "relay_batch": ("ADR_RELAY_BATCH", int),
+    "state_cache_players": ("ADR_STATE_CACHE_PLAYERS", int),
     "outbox_claim_idle_ms": ("ADR_OUTBOX_CLAIM_IDLE_MS", int),
     "instance_id": ("ADR_INSTANCE_ID", str),
 }

@@ -28,7 +28,9 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from adr_cli import compiled
 from consumer._batch import Accepted, Plan, rate_batch
+from consumer._cache import StateCache
 from consumer._keys import Keys
 from consumer._metrics import Metrics, serve
 from consumer._relay import Relay
@@ -64,6 +66,7 @@ class Pipeline:
             config.redis_url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=5
         )
         self.store = Store(self.redis, self.keys, config.topic, params)
+        self.cache = StateCache(config.state_cache_players)
         self._fatal = False
         self.kafka = self._new_consumer()
         self.producer = self._new_producer()
@@ -148,7 +151,10 @@ class Pipeline:
         if signals:
             self._install_signals()
         self._subscribe()
-        log.info("consumer started", extra={"config": self.config.__repr__()})
+        log.info(
+            "consumer started",
+            extra={"config": self.config.__repr__(), "build": compiled.STATE},
+        )
         try:
             while not self._stopping:
                 self.metrics.tick()
@@ -268,17 +274,19 @@ class Pipeline:
         pairs = list(dict.fromkeys(self.keys.cooldown(e.attacker, e.victim) for e in events))
         partitions = list(next_offsets)
         while True:
-            view = self.store.read_view(players, pairs, partitions)
+            view = self.store.read_view(players, pairs, partitions, self.cache.entries)
             plan = rate_batch(accepted, next_offsets, view, self.keys, self.params)
             write_started = time.perf_counter()
             try:
                 self.store.write(plan, self.params.cooldown_ms, self.config.max_age_ms)
             except Conflict as exc:
+                self.cache.forget(players)
                 self.metrics.conflicts.inc()
                 log.info("concurrent change, recomputing batch", extra={"what": exc.what})
                 continue
             self.metrics.redis_write.observe(time.perf_counter() - write_started)
             self.metrics.ready_flags["redis"] = True
+            self.cache.store(plan.states)
             return plan
 
     def _commit(self, next_offsets: dict[int, int]) -> None:

@@ -3,6 +3,7 @@
 #   - Debian packages: a JRE (17+), maven, redis-server, python3-venv   (apt-get, as root or sudo)
 #   - a virtual environment $ADR_VENV (default .venv) with `pip install -e .[dev]`
 #   - the Kafka broker jars from Maven Central into .cache/kafka/       (mvn, see stack/pom.xml)
+#   - the mypyc build of the engine and the consumer's hot path into build/mypyc/ (gcc, headers)
 # KAFKA_BOOTSTRAP_SERVERS / REDIS_URL set: the matching local server is not needed, not installed.
 
 ADR_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -66,6 +67,13 @@ adr_setup() {
   if [ -z "${REDIS_URL:-}" ]; then
     _have_redis_server || packages+=(redis-server)
   fi
+  if [ "${ADR_COMPILED:-1}" != "0" ]; then  # the compiled build (adr_cli/compiled.py)
+    command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || packages+=(gcc)
+    if [ -n "$python" ] && ! "$python" -c 'import os, sys, sysconfig
+sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+      packages+=(python3-dev)
+    fi
+  fi
   if [ -n "$python" ] && [ ! -x "$ADR_VENV/bin/python" ] &&
     ! "$python" -c 'import ensurepip, venv' >/dev/null 2>&1; then
     packages+=(python3-venv)
@@ -96,6 +104,13 @@ adr_setup() {
     "$ADR_VENV/bin/python" -m pip install -q -e "$ADR_ROOT[dev]" "${constraints[@]}" ||
       _die "pip install -e .[dev] failed"
     printf '%s' "$want" >"$stamp"
+  fi
+
+  # The engine and the consumer's hot path compiled with mypyc (adr_cli/compiled.py), rebuilt
+  # only when their sources change; without a C compiler it warns and the pure modules run.
+  if [ "${ADR_COMPILED:-1}" != "0" ] && ! "$ADR_VENV/bin/python" -m adr_cli.compiled status >/dev/null; then
+    "$ADR_VENV/bin/python" -m adr_cli.compiled build ||
+      _log "warning: no compiled build (needs gcc and the Python headers); running pure Python"
   fi
 
   if [ -z "${KAFKA_BOOTSTRAP_SERVERS:-}" ]; then

@@ -50,9 +50,12 @@ def test_kill_9_at_random_moments_loses_nothing_and_applies_nothing_twice(
     rng = random.Random(5)
     proc = S.start_process(cmd, str(log))
     kills: list[int] = []
-    while len(kills) < 6:
-        time.sleep(rng.uniform(1.5, 4.0))
-        applied = S.applied_offsets(client, keys, topic).get(0, 0)
+    # Kill at random points of progress, not of time: the run's speed must not decide how many.
+    for target in sorted(rng.sample(range(n // 20, n - n // 20), 6)):
+        applied = 0
+        while applied < target and proc.poll() is None:
+            time.sleep(0.01)
+            applied = S.applied_offsets(client, keys, topic).get(0, 0)
         if applied >= n:
             break
         S.sigkill(proc)

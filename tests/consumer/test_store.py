@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import time
 
+import consumer_support as S
 import pytest
 import redis
 
 from consumer._batch import Accepted, rate_batch
+from consumer._cache import StateCache
 from consumer._keys import Keys
 from consumer._store import Conflict, Store
 from engine import Params, RatingBook, initial_snapshot
@@ -108,3 +110,52 @@ def test_a_zombie_instance_cannot_apply_a_partition_twice(pool) -> None:
     zombie.write(redo, params.cooldown_ms, 3_600_000)
     assert int(client.hget(keys.player("a"), "n")) == 3
     assert client.xlen(keys.outbox) == 1  # one batch's rating changes, once
+
+
+def test_a_stale_cached_player_costs_a_conflict_never_an_update(pool) -> None:
+    client, keys, params, mine, theirs = pool
+    now = time.time_ns() // 1_000_000
+    first = [_event(1, "a", "b", now, offset=0)]
+    view = mine.read_view(["a", "b"], [keys.cooldown("a", "b")], [0])
+    plan = rate_batch(first, {0: 1}, view, keys, params)
+    mine.write(plan, params.cooldown_ms, 3_600_000)
+    cache = StateCache(10)
+    cache.store(plan.states)  # what Pipeline keeps after a successful write
+    assert {p: ver for p, (_s, ver) in cache.entries.items()} == {"a": 1, "b": 1}
+    # Another instance moves a on; my cached a (ver 1) is now stale.
+    _apply(theirs, keys, params, [_event(2, "a", "c", now + 1, partition=1)])
+    second = [_event(3, "a", "d", now + 2, offset=1)]
+    pairs = [keys.cooldown("a", "d")]
+    view = mine.read_view(["a", "d"], pairs, [0], cache.entries)
+    assert view.players["a"] == cache.entries["a"]  # not read: taken from the cache
+    with pytest.raises(Conflict):
+        mine.write(rate_batch(second, {0: 2}, view, keys, params), params.cooldown_ms, 3_600_000)
+    cache.forget(["a", "d"])
+    view = mine.read_view(["a", "d"], pairs, [0], cache.entries)
+    mine.write(rate_batch(second, {0: 2}, view, keys, params), params.cooldown_ms, 3_600_000)
+    book = RatingBook(params, fixed_snapshot=initial_snapshot(params))
+    for e in (first[0], _event(2, "a", "c", now + 1), second[0]):
+        book.apply(e.event.id, e.event.attacker, e.event.victim, e.event.ts)
+    a = client.hgetall(keys.player("a"))
+    assert int(a[b"n"]) == 3 and int(a[b"ver"]) == 3
+    assert float(a[b"mu"]) == book.player("a").mu
+
+
+def test_ranks_activity_and_active_mu_follow_the_written_hashes(pool) -> None:
+    client, keys, _params, _mine, _theirs = pool
+    params = Params.from_overrides({"n_min": "2", "n_active": "2", "sigma_place": "400"})
+    S.publish_snapshot(client, keys, S.SNAPSHOT)  # boundaries, so that a can be placed
+    mine = Store(client, keys, TOPIC, params)
+    now = time.time_ns() // 1_000_000
+    batch = [_event(i, "a", f"v{i}", now + i * 61_000, offset=i) for i in range(3)]
+    players = ["a", "v0", "v1", "v2"]
+    view = mine.read_view(players, [keys.cooldown("a", f"v{i}") for i in range(3)], [0])
+    plan = rate_batch(batch, {0: 3}, view, keys, params)
+    mine.write(plan, params.cooldown_ms, 3_600_000)
+    a = client.hgetall(keys.player("a"))
+    assert a[b"tier"] != b""  # placed after n_min events
+    assert client.zscore(keys.lb, "a") == float(a[b"mu"])
+    assert client.zscore(keys.activity, "a") == now + 61_000  # its 2nd latest counted event
+    assert client.zscore(keys.active_mu, "a") == float(a[b"mu"])
+    assert client.zscore(keys.lb, "v0") is None  # one event: unplaced, no activity time yet
+    assert client.zscore(keys.activity, "v0") is None
