@@ -48,6 +48,7 @@ COMPILED: Final = (
 )
 """engine/_state.py and schemas/ stay interpreted: their classes are msgspec Structs."""
 _MANIFEST: Final = "manifest.json"
+_RUNTIME: Final = (".py", ".lua", ".json")
 _OFF: Final = ("0", "off", "no", "false", "pure")
 
 
@@ -56,11 +57,11 @@ def build_dir() -> Path:
 
 
 def _sources() -> dict[str, str]:
-    """Relative path -> sha256 of every file of the copied packages (caches excluded)."""
+    """Relative path -> sha256 of every file the copied packages run (code and data, not docs)."""
     digests: dict[str, str] = {}
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*")):
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".so":
+            if path.is_file() and "__pycache__" not in path.parts and path.suffix in _RUNTIME:
                 rel = path.relative_to(ROOT).as_posix()
                 digests[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
     return digests

@@ -74,8 +74,8 @@ def player_values(state: PlayerState) -> list[str | bytes]:
         _LABEL_BY_TIER[state.tier],
         repr(state.h_up),
         repr(state.h_down),
-        _ENCODER.encode([float(x) for x in state.window]),
-        _ENCODER.encode(list(state.recent)),
+        _ENCODER.encode(state.window),
+        _ENCODER.encode(state.recent),
     ]
 
 

@@ -6,8 +6,8 @@ import hashlib
 import importlib.resources
 import inspect
 import json
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, TypeVar
 
 import hiredis
 import msgspec
@@ -21,6 +21,8 @@ from engine import Params, PlayerState, Snapshot, initial_snapshot
 
 _SCRIPTS: Final = importlib.resources.files("consumer")
 _WRITE: Final = _SCRIPTS.joinpath("_apply.lua").read_text()
+_WRITE_SHA: Final = hashlib.sha1(_WRITE.encode()).hexdigest()
+T = TypeVar("T")
 _FIELD_COUNT: Final = len(FIELDS)
 # redis-py < 5.3 requires get_connection's command name; later releases deprecate passing it.
 _COMMAND_NAME: Final = (
@@ -51,7 +53,6 @@ class Store:
         self._keys = keys
         self._params = params
         self._offsets_key = keys.offsets(topic)
-        self._apply = _Script(client, _WRITE)
         self._snapshot_version: bytes | None = None
         self._snapshot = initial_snapshot(params)
 
@@ -76,45 +77,27 @@ class Store:
         The reads need not be one instant either: the write checks every player and offset it
         depends on, and S, P only shape σ̄ (see consumer/README.md, "σ̄").
         """
-        k = self._keys
-        stored: dict[str, tuple[PlayerState | None, int]] = {}
-        wanted = players
-        if cached:
-            wanted = []
-            for player in players:
-                hit = cached.get(player)
-                if hit is None:
-                    wanted.append(player)
-                else:
-                    stored[player] = hit
-        pack: Any = hiredis.pack_command  # its stub types a one-element tuple
-        commands = [pack(("HMGET", k.player(p), *FIELDS)) for p in wanted]
-        if pairs:
-            commands.append(pack(("MGET", *pairs)))
-        commands.append(pack(("HMGET", k.pop, "count", "sigma_hi", "sigma_lo")))
-        commands.append(pack(("HMGET", self._offsets_key, *(partitions or [-1]))))
-        commands.append(pack(("HGET", k.snapshot, "version")))
-        reply = _pipelined(self._r, commands)
-        for player, values in zip(wanted, reply, strict=False):
-            decoded = decode_player(values)
-            stored[player] = (None, 0) if decoded is None else decoded
-        cooldowns = (
-            {key: None if v is None else int(v) for key, v in zip(pairs, reply[-4], strict=True)}
-            if pairs
-            else {}
-        )
-        count, hi, lo = reply[-3]
-        offsets = {
-            p: None if v is None else int(v) for p, v in zip(partitions, reply[-2], strict=False)
-        }
-        return View(
-            players=stored,
-            cooldowns=cooldowns,
-            sigma_units_total=(int(hi or 0) << 32) + int(lo or 0),
-            player_count=int(count or 0),
-            offsets=offsets,
-            snapshot=self._current_snapshot(reply[-1]),
-        )
+        read = _ViewRead(self, players, pairs, partitions, cached)
+        return read.parse(_pipelined(self._r, read.commands))
+
+    def read_view_then_write(
+        self,
+        players: list[str],
+        pairs: list[str],
+        partitions: list[int],
+        cached: Mapping[str, tuple[PlayerState, int]] | None,
+        plan: Plan,
+        cooldown_ms: int,
+        max_age_ms: int,
+    ) -> tuple[View, PendingWrite]:
+        """`read_view` for the next batch, then `plan`'s write, on one connection in that order:
+        the read is answered before Redis starts the write, and the write runs while the caller
+        computes on the read (`PendingWrite.result()` waits for it). The view is what Redis held
+        before the write: the caller lays the plan's effect over it."""
+        read = _ViewRead(self, players, pairs, partitions, cached)
+        write = self._write_command(plan, cooldown_ms, max_age_ms)
+        sent = _Sent(self._r, _WRITE, [*read.commands, write])
+        return read.parse(sent.receive_first(len(read.commands))), PendingWrite(plan, sent)
 
     def _current_snapshot(self, version: bytes | None) -> Snapshot:
         """The latest published snapshot; re-read in full only when its version changed."""
@@ -128,6 +111,11 @@ class Store:
 
     def write(self, plan: Plan, cooldown_ms: int, max_age_ms: int) -> None:
         """Apply the plan atomically; Conflict (nothing written) if a checked value moved."""
+        write = self._write_command(plan, cooldown_ms, max_age_ms)
+        PendingWrite(plan, _Sent(self._r, _WRITE, [write])).result()
+
+    def _write_command(self, plan: Plan, cooldown_ms: int, max_age_ms: int) -> bytes:
+        """EVALSHA of consumer/_apply.lua with the plan's sections."""
         k = self._keys
         keep_ms = cooldown_ms + max_age_ms
         cooldowns: list[object] = []
@@ -143,10 +131,7 @@ class Store:
             _flat(plan.offsets),
             [_OUTBOX.encode(plan.outbox)] if plan.outbox else [],
         )
-        args: list[object] = [k.player(""), *(len(s) for s in sections)]
-        for section in sections:
-            args += section
-        keys = [
+        keys = (
             self._offsets_key,
             k.outbox,
             k.lb,
@@ -154,10 +139,91 @@ class Store:
             k.active_mu,
             k.pop,
             k.tier_counts,
-        ]
-        result = self._apply(keys, args)
-        if int(result[0]) != 0:
-            what, key = result[1], result[2]
+        )
+        args: list[object] = ["EVALSHA", _WRITE_SHA, len(keys), *keys, k.player("")]
+        args += (len(s) for s in sections)
+        for section in sections:
+            args += section
+        packed: bytes = hiredis.pack_command(tuple(args))  # type: ignore[arg-type]
+        return packed
+
+
+class _ViewRead:
+    """The commands of one `read_view` and the parsing of their replies."""
+
+    __slots__ = ("commands", "pairs", "partitions", "store", "stored", "wanted")
+
+    def __init__(
+        self,
+        store: Store,
+        players: list[str],
+        pairs: list[str],
+        partitions: list[int],
+        cached: Mapping[str, tuple[PlayerState, int]] | None,
+    ) -> None:
+        k = store._keys
+        self.store = store
+        self.pairs = pairs
+        self.partitions = partitions
+        self.stored: dict[str, tuple[PlayerState | None, int]] = {}
+        self.wanted = players
+        if cached:
+            self.wanted = []
+            for player in players:
+                hit = cached.get(player)
+                if hit is None:
+                    self.wanted.append(player)
+                else:
+                    self.stored[player] = hit
+        pack: Any = hiredis.pack_command  # its stub types a one-element tuple
+        commands = [pack(("HMGET", k.player(p), *FIELDS)) for p in self.wanted]
+        if pairs:
+            commands.append(pack(("MGET", *pairs)))
+        commands.append(pack(("HMGET", k.pop, "count", "sigma_hi", "sigma_lo")))
+        commands.append(pack(("HMGET", store._offsets_key, *(partitions or [-1]))))
+        commands.append(pack(("HGET", k.snapshot, "version")))
+        self.commands: list[bytes] = commands
+
+    def parse(self, reply: list[Any]) -> View:
+        stored, pairs = self.stored, self.pairs
+        for player, values in zip(self.wanted, reply, strict=False):
+            decoded = decode_player(values)
+            stored[player] = (None, 0) if decoded is None else decoded
+        cooldowns = (
+            {key: None if v is None else int(v) for key, v in zip(pairs, reply[-4], strict=True)}
+            if pairs
+            else {}
+        )
+        count, hi, lo = reply[-3]
+        offsets = {
+            p: None if v is None else int(v)
+            for p, v in zip(self.partitions, reply[-2], strict=False)
+        }
+        return View(
+            players=stored,
+            cooldowns=cooldowns,
+            sigma_units_total=(int(hi or 0) << 32) + int(lo or 0),
+            player_count=int(count or 0),
+            offsets=offsets,
+            snapshot=self.store._current_snapshot(reply[-1]),
+        )
+
+
+class PendingWrite:
+    """A batch write sent to Redis; `result()` waits for it (once)."""
+
+    __slots__ = ("_sent", "plan")
+
+    def __init__(self, plan: Plan, sent: _Sent) -> None:
+        self.plan = plan
+        self._sent = sent
+
+    def result(self) -> None:
+        """Returns once the write ran; Conflict if a checked value had moved (then nothing was
+        written). A connection error leaves it unknown whether the write ran."""
+        reply = self._sent.receive_last()
+        if int(reply[0]) != 0:
+            what, key = reply[1], reply[2]
             raise Conflict(
                 what.decode() if isinstance(what, bytes) else str(what),
                 key.decode() if isinstance(key, bytes) else str(key),
@@ -180,36 +246,60 @@ def _pipelined(client: redis.Redis, commands: list[bytes]) -> list[Any]:
     return replies
 
 
-class _Script:
-    """EVALSHA of one Lua script, packed by hiredis in one call (redis-py's per-argument packing
-    costs more than the script itself for a batch's tens of thousands of arguments)."""
+class _Sent:
+    """Commands on the wire, the last one EVALSHA of `source`: holds its pooled connection until
+    that last reply is read (the reply to a script Redis forgot is answered by loading it and
+    sending the call again)."""
 
-    def __init__(self, client: redis.Redis, source: str) -> None:
+    __slots__ = ("_client", "_conn", "_last", "_source")
+
+    def __init__(self, client: redis.Redis, source: str, commands: list[bytes]) -> None:
         self._client = client
         self._source = source
-        self._sha = hashlib.sha1(source.encode()).hexdigest()
+        self._last = commands[-1]
+        self._conn: Any = client.connection_pool.get_connection(*_COMMAND_NAME)
+        self._guard(lambda: self._conn.send_packed_command(commands), last=False)
 
-    def __call__(self, keys: Sequence[object], args: Sequence[object]) -> Any:
-        packed = hiredis.pack_command(("EVALSHA", self._sha, len(keys), *keys, *args))  # type: ignore[arg-type]
+    def receive_first(self, n: int) -> list[Any]:
+        """The replies of the first n commands (the last one's stays on the wire)."""
+        return self._guard(lambda: [self._conn.read_response() for _ in range(n)], last=False)
+
+    def receive_last(self) -> Any:
         try:
-            return self._send(packed)
+            return self._guard(self._conn.read_response, last=True)
         except redis.exceptions.NoScriptError:
             pass
         self._client.script_load(self._source)  # a restarted Redis forgot it
-        return self._send(packed)
+        self._guard(lambda: self._conn.send_packed_command([self._last]), last=False)
+        return self._guard(self._conn.read_response, last=True)
 
-    def _send(self, packed: bytes) -> Any:
-        pool = self._client.connection_pool
-        conn = pool.get_connection(*_COMMAND_NAME)
+    def _guard(self, action: Callable[[], T], last: bool) -> T:
+        """Run a step; the connection goes back to the pool after the last reply, or is closed
+        after any failure that leaves replies unread on it."""
+        conn = self._conn
+        if conn is None:
+            raise ConsumerError("the write's reply was already read")
+        release = last
         try:
-            conn.send_packed_command([packed])  # type: ignore[no-untyped-call]
-            reply = conn.read_response()
+            return action()
+        except redis.exceptions.NoScriptError:
+            if not last:
+                conn.disconnect()
+            release = not last  # after the last reply: the call is sent again on it
+            raise
+        except redis.ResponseError:
+            if not last:
+                conn.disconnect()
+            release = True
+            raise
         except (redis.ConnectionError, redis.TimeoutError):
-            conn.disconnect()  # type: ignore[no-untyped-call]
+            conn.disconnect()
+            release = True
             raise
         finally:
-            pool.release(conn)
-        return reply
+            if release:
+                self._conn = None
+                self._client.connection_pool.release(conn)
 
 
 def _flat(pairs: object) -> list[object]:

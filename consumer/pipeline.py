@@ -9,13 +9,15 @@ docs/consumer.md.
 from __future__ import annotations
 
 import contextlib
+import gc
 import logging
 import signal
 import time
+from collections import ChainMap
 from collections.abc import Callable
 from http.server import ThreadingHTTPServer
 from types import FrameType
-from typing import Final, TypeVar, cast
+from typing import Final, NamedTuple, TypeVar, cast
 
 import redis
 from confluent_kafka import (
@@ -34,7 +36,7 @@ from consumer._cache import StateCache
 from consumer._keys import Keys
 from consumer._metrics import Metrics, serve
 from consumer._relay import Relay
-from consumer._store import Conflict, Store
+from consumer._store import Conflict, PendingWrite, Store
 from consumer.config import Config
 from engine import Params
 from schemas import Limits, SchemaError, decode_kill_event
@@ -46,6 +48,39 @@ T = TypeVar("T")
 _REDIS_DOWN: Final = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
 _LAG_EVERY_S: Final = 1.0
 _DRAIN_TIMEOUT_S: Final = 30.0
+_GC_YOUNG_THRESHOLD: Final = 50_000
+"""A batch allocates some 100 short-lived objects per event; at CPython's default (700) the
+collector ran every few events and took about a tenth of the rating time."""
+
+
+class _Batch:
+    """The decoded events of one batch and what its write must record."""
+
+    __slots__ = ("accepted", "next_offsets", "pairs", "partitions", "players", "size", "started")
+
+    def __init__(
+        self,
+        accepted: list[Accepted],
+        next_offsets: dict[int, int],
+        size: int,
+        started: float,
+        keys: Keys,
+    ) -> None:
+        events = [a.event for a in accepted]
+        self.accepted = accepted
+        self.next_offsets = next_offsets
+        self.players = list(dict.fromkeys(p for e in events for p in (e.attacker, e.victim)))
+        self.pairs = list(dict.fromkeys(keys.cooldown(e.attacker, e.victim) for e in events))
+        self.partitions = list(next_offsets)
+        self.size = size
+        self.started = started
+
+
+class _Ready(NamedTuple):
+    """A rated batch whose write is not sent yet."""
+
+    batch: _Batch
+    plan: Plan
 
 
 def _is_fatal(err: object) -> bool:
@@ -67,6 +102,7 @@ class Pipeline:
         )
         self.store = Store(self.redis, self.keys, config.topic, params)
         self.cache = StateCache(config.state_cache_players)
+        self._ready: _Ready | None = None
         self._fatal = False
         self.kafka = self._new_consumer()
         self.producer = self._new_producer()
@@ -150,6 +186,9 @@ class Pipeline:
             self.http = serve(self.metrics, self.config.metrics_host, self.config.metrics_port)
         if signals:
             self._install_signals()
+        gc.collect()
+        gc.freeze()  # what start-up built lives as long as the process: scan it no more
+        gc.set_threshold(_GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
         self._subscribe()
         log.info(
             "consumer started",
@@ -162,10 +201,13 @@ class Pipeline:
                 if messages:
                     self.process(messages)  # a batch with a fatal error is not applied
                 if self._fatal:
+                    self.flush()
                     self._recreate_clients()  # Redis offsets unchanged: the batch comes again
                     continue
-                self._emit()
+                if self._ready is None:
+                    self._emit()
                 self._report_lag()
+            self.flush()
         finally:
             self._shutdown()
 
@@ -178,7 +220,14 @@ class Pipeline:
             self._fatal = True
 
     def _read(self) -> list[Message]:
+        """The next batch. While a batch is held back, take only what is already here, so that a
+        quiet topic never holds its commit back: with nothing here, write it first."""
         try:
+            if self._ready is not None:
+                more = self.kafka.consume(self.config.batch_size, 0)
+                if more:
+                    return more
+                self.flush()
             return self.kafka.consume(self.config.batch_size, self.config.batch_wait_ms / 1000)
         except KafkaException as exc:
             if exc.args and _is_fatal(exc.args[0]):
@@ -191,7 +240,10 @@ class Pipeline:
         self._stopping = True
 
     def process(self, messages: list[Message]) -> None:
-        """One batch through every stage; returns once Redis holds its effect."""
+        """One batch through every stage. Its atomic write is held back and sent with the next
+        batch's read, so that the next batch is computed while Redis runs this one's write; it
+        is confirmed (commit, emit) before the next write is sent. A batch with no successor
+        within one poll is written at once (see "Pipelining" in consumer/README.md)."""
         started = time.perf_counter()
         good = self._keep_data(messages)
         if not good or self._fatal:
@@ -199,11 +251,89 @@ class Pipeline:
         accepted, rejected = self._decode(good)
         self._dead_letter(rejected)
         next_offsets = {cast(int, m.partition()): cast(int, m.offset()) + 1 for m in good}
-        plan = self._retry(lambda: self._rate_and_write(accepted, next_offsets), "write")
-        for partition, offset in next_offsets.items():
+        batch = _Batch(accepted, next_offsets, len(good), started, self.keys)
+        ahead, self._ready = self._ready, None
+        plan = None if ahead is None else self._rate_behind(batch, ahead)
+        if plan is None:
+            plan = self._retry(lambda: self._rate(batch), "read")
+        self._ready = _Ready(batch, plan)
+
+    def flush(self) -> None:
+        """Write and confirm the batch held back, if any."""
+        ahead, self._ready = self._ready, None
+        if ahead is not None:
+            self._confirm(ahead, None)
+
+    def _rate(self, batch: _Batch) -> Plan:
+        view = self.store.read_view(
+            batch.players, batch.pairs, batch.partitions, self.cache.entries
+        )
+        return rate_batch(batch.accepted, batch.next_offsets, view, self.keys, self.params)
+
+    def _rate_behind(self, batch: _Batch, ahead: _Ready) -> Plan | None:
+        """Send `ahead`'s write right behind this batch's read, rate this batch on top of what
+        the write will leave (its players, pairs, offsets and population deltas) while Redis runs
+        it, then confirm it. None when `ahead` did not apply as computed (this batch must then be
+        rated afresh)."""
+        plan = ahead.plan
+        try:
+            view, write = self.store.read_view_then_write(
+                batch.players,
+                batch.pairs,
+                batch.partitions,
+                ChainMap(plan.states, self.cache.entries),  # type: ignore[arg-type]
+                plan,
+                self.params.cooldown_ms,
+                self.config.max_age_ms,
+            )
+        except _REDIS_DOWN as exc:
+            self._redis_failed(exc)
+            self._confirm(ahead, None)  # whether it ran is unknown: the redo finds out
+            return None
+        view.cooldowns.update(plan.cooldowns)
+        view.offsets.update(plan.offsets)
+        view.player_count += plan.count_delta
+        view.sigma_units_total += (plan.sigma_hi_delta << 32) + plan.sigma_lo_delta
+        mine = rate_batch(batch.accepted, batch.next_offsets, view, self.keys, self.params)
+        return mine if self._confirm(ahead, write) else None
+
+    def _confirm(self, ready: _Ready, write: PendingWrite | None) -> bool:
+        """Wait for the batch's write (send it first if `write` is None), redo it on a conflict
+        or a Redis failure, then commit and emit; True when it applied as first computed."""
+        batch, plan = ready.batch, ready.plan
+        sent = time.perf_counter()
+        applied = write is not None
+        try:
+            if write is None:
+                self.store.write(plan, self.params.cooldown_ms, self.config.max_age_ms)
+                applied = True
+            else:
+                write.result()
+        except Conflict as exc:
+            self.metrics.conflicts.inc()
+            log.info("concurrent change, recomputing batch", extra={"what": exc.what})
+            applied = False
+        except _REDIS_DOWN as exc:
+            self._redis_failed(exc)
+            applied = False
+        if applied:
+            self.metrics.redis_write.observe(time.perf_counter() - sent)
+            self.metrics.ready_flags["redis"] = True
+            self.cache.store(plan.states)
+        else:
+            self.cache.forget(batch.players)
+            plan = self._retry(lambda: self._rate_and_write(batch), "write")
+        for partition, offset in batch.next_offsets.items():
             self.positions[partition] = offset
-        self._commit(next_offsets)
-        self._observe(len(good), plan, started)
+        self._commit(batch.next_offsets)
+        self._observe(batch.size, plan, batch.started)
+        self._emit()  # Redis is idle until the next write: relay what is confirmed
+        return applied
+
+    def _redis_failed(self, exc: Exception) -> None:
+        self.metrics.ready_flags["redis"] = False
+        self.metrics.swallowed.labels("redis_write").inc()
+        log.warning("redis failed under a write, redoing its batch", extra={"error": str(exc)})
 
     # -- stages -------------------------------------------------------------------------------
 
@@ -267,20 +397,15 @@ class Pipeline:
                 "dead-letter topic not reachable, retrying", extra={"pending": len(self.producer)}
             )
 
-    def _rate_and_write(self, accepted: list[Accepted], next_offsets: dict[int, int]) -> Plan:
+    def _rate_and_write(self, batch: _Batch) -> Plan:
         """Dedup and rate on a fresh read; redo on a concurrent change, until the write holds."""
-        events = [a.event for a in accepted]
-        players = list(dict.fromkeys(p for e in events for p in (e.attacker, e.victim)))
-        pairs = list(dict.fromkeys(self.keys.cooldown(e.attacker, e.victim) for e in events))
-        partitions = list(next_offsets)
         while True:
-            view = self.store.read_view(players, pairs, partitions, self.cache.entries)
-            plan = rate_batch(accepted, next_offsets, view, self.keys, self.params)
+            plan = self._rate(batch)
             write_started = time.perf_counter()
             try:
                 self.store.write(plan, self.params.cooldown_ms, self.config.max_age_ms)
             except Conflict as exc:
-                self.cache.forget(players)
+                self.cache.forget(batch.players)
                 self.metrics.conflicts.inc()
                 log.info("concurrent change, recomputing batch", extra={"what": exc.what})
                 continue
@@ -314,6 +439,7 @@ class Pipeline:
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Start each partition where Redis says the state is, not where Kafka's group says."""
+        self.flush()  # its offsets first, so that the read below sees them
         stored = self._retry(
             lambda: self.store.read_offsets([tp.partition for tp in partitions]), "read offsets"
         )
@@ -332,6 +458,7 @@ class Pipeline:
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         log.info("partitions revoked", extra={"partitions": [tp.partition for tp in partitions]})
+        self.flush()  # finish the batch before the partitions move on
         consumer.unassign()
         for tp in partitions:
             self.assigned.discard(tp.partition)

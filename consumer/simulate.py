@@ -273,12 +273,14 @@ class _TokenBucket:
     """Paces to `rate` per second, bursting at most a tenth of a second; rate 0 never waits.
 
     Keeps a schedule rather than sleeping a fixed step, so oversleeping (a busy box) is made
-    up by the following messages and the long-run rate stays `rate`.
+    up by the following messages and the long-run rate stays `rate`. Sleeps only once a message
+    is `min_sleep_s` early: one sleep per message would cost more CPU than making the message.
     """
 
-    def __init__(self, rate: float) -> None:
+    def __init__(self, rate: float, min_sleep_s: float = 0.002) -> None:
         self.interval = 1.0 / rate if rate > 0 else 0.0
         self.burst = max(1.0, rate / 10) * self.interval
+        self.min_sleep = min_sleep_s
         self.due = time.monotonic()
 
     def take(self) -> None:
@@ -286,7 +288,7 @@ class _TokenBucket:
             return
         now = time.monotonic()
         self.due = max(self.due + self.interval, now - self.burst)
-        if self.due > now:
+        if self.due - now >= self.min_sleep:
             time.sleep(self.due - now)
 
 
