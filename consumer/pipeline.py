@@ -3,7 +3,7 @@
 The stages of one batch are the methods of `Pipeline.process`, in that order. Redis holds the
 truth (state, ranks, σ-sum, cooldowns, outbox and each partition's next offset, all written by one
 script); Kafka's committed offsets only feed lag dashboards. Guarantees and their limits are in
-docs/consumer.md.
+consumer/README.md.
 """
 
 from __future__ import annotations
@@ -13,11 +13,9 @@ import gc
 import logging
 import signal
 import time
-from collections import ChainMap
-from collections.abc import Callable
 from http.server import ThreadingHTTPServer
 from types import FrameType
-from typing import Final, NamedTuple, TypeVar, cast
+from typing import Final, cast
 
 import redis
 from confluent_kafka import (
@@ -26,66 +24,30 @@ from confluent_kafka import (
     KafkaError,
     KafkaException,
     Message,
-    Producer,
     TopicPartition,
 )
 
 from adr_cli import compiled
-from consumer._batch import Accepted, Plan, rate_batch
+from consumer._batch import Accepted, Plan
 from consumer._cache import StateCache
+from consumer._kafka import is_fatal, new_consumer, new_producer
 from consumer._keys import Keys
 from consumer._metrics import Metrics, serve
 from consumer._relay import Relay
-from consumer._store import Conflict, PendingWrite, Store
+from consumer._retry import RedisRetry
+from consumer._store import Store
+from consumer._writer import Batch, Ready, Writer
 from consumer.config import Config
 from engine import Params
 from schemas import Limits, SchemaError, decode_kill_event
 
 log = logging.getLogger("adr.consumer")
-_KAFKA_LOG = logging.getLogger("adr.consumer.kafka")  # librdkafka's own lines, as JSON too
-T = TypeVar("T")
 
-_REDIS_DOWN: Final = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
 _LAG_EVERY_S: Final = 1.0
 _DRAIN_TIMEOUT_S: Final = 30.0
 _GC_YOUNG_THRESHOLD: Final = 50_000
 """A batch allocates some 100 short-lived objects per event; at CPython's default (700) the
 collector ran every few events and took about a tenth of the rating time."""
-
-
-class _Batch:
-    """The decoded events of one batch and what its write must record."""
-
-    __slots__ = ("accepted", "next_offsets", "pairs", "partitions", "players", "size", "started")
-
-    def __init__(
-        self,
-        accepted: list[Accepted],
-        next_offsets: dict[int, int],
-        size: int,
-        started: float,
-        keys: Keys,
-    ) -> None:
-        events = [a.event for a in accepted]
-        self.accepted = accepted
-        self.next_offsets = next_offsets
-        self.players = list(dict.fromkeys(p for e in events for p in (e.attacker, e.victim)))
-        self.pairs = list(dict.fromkeys(keys.cooldown(e.attacker, e.victim) for e in events))
-        self.partitions = list(next_offsets)
-        self.size = size
-        self.started = started
-
-
-class _Ready(NamedTuple):
-    """A rated batch whose write is not sent yet."""
-
-    batch: _Batch
-    plan: Plan
-
-
-def _is_fatal(err: object) -> bool:
-    """A client error after which the Kafka client is unusable and must be recreated."""
-    return isinstance(err, KafkaError) and (err.fatal() or err.code() == KafkaError._FATAL)
 
 
 class Pipeline:
@@ -100,12 +62,16 @@ class Pipeline:
         self.redis = redis.Redis.from_url(
             config.redis_url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=5
         )
+        self._retry = RedisRetry(self.metrics, config.backoff_initial_s, config.backoff_max_s)
         self.store = Store(self.redis, self.keys, config.topic, params)
         self.cache = StateCache(config.state_cache_players)
-        self._ready: _Ready | None = None
+        self.writer = Writer(
+            self.store, self.cache, self.keys, params, config.max_age_ms, self.metrics, self._retry
+        )
+        self._ready: Ready | None = None
         self._fatal = False
-        self.kafka = self._new_consumer()
-        self.producer = self._new_producer()
+        self.kafka = new_consumer(config, self._on_kafka_error)
+        self.producer = new_producer(config, self._on_kafka_error)
         self.relay = Relay(
             self.redis,
             self.producer,
@@ -121,38 +87,6 @@ class Pipeline:
         self._stopping = False
         self._next_lag = 0.0
         self.http: ThreadingHTTPServer | None = None
-
-    def _new_consumer(self) -> Consumer:
-        config = self.config
-        static = {"group.instance.id": config.group_instance_id} if config.group_instance_id else {}
-        return Consumer(
-            {
-                **static,
-                "bootstrap.servers": config.bootstrap_servers,
-                "group.id": config.group,
-                "session.timeout.ms": config.session_timeout_ms,
-                "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
-                "enable.partition.eof": False,
-                "error_cb": self._on_kafka_error,
-                "logger": _KAFKA_LOG,
-                "fetch.wait.max.ms": max(1, min(config.batch_wait_ms, 100)),
-                "max.poll.interval.ms": 300_000,
-            }
-        )
-
-    def _new_producer(self) -> Producer:
-        return Producer(
-            {
-                "bootstrap.servers": self.config.bootstrap_servers,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 5,
-                "message.timeout.ms": 0,  # never give up: the outbox entry waits meanwhile
-                "error_cb": self._on_kafka_error,
-                "logger": _KAFKA_LOG,
-            }
-        )
 
     def _subscribe(self) -> None:
         self.kafka.subscribe(
@@ -173,8 +107,8 @@ class Pipeline:
                 log.warning("closing a failed client", extra={"error": str(exc)})
         self.assigned.clear()
         self.positions.clear()
-        self.kafka = self._new_consumer()
-        self.producer = self._new_producer()
+        self.kafka = new_consumer(self.config, self._on_kafka_error)
+        self.producer = new_producer(self.config, self._on_kafka_error)
         self.relay.use_producer(self.producer)
         self._subscribe()
 
@@ -215,7 +149,7 @@ class Pipeline:
         try:
             self._retry(self.relay.pump, "relay")
         except KafkaException as exc:
-            if not (exc.args and _is_fatal(exc.args[0])):
+            if not (exc.args and is_fatal(exc.args[0])):
                 raise
             self._fatal = True
 
@@ -230,7 +164,7 @@ class Pipeline:
                 self.flush()
             return self.kafka.consume(self.config.batch_size, self.config.batch_wait_ms / 1000)
         except KafkaException as exc:
-            if exc.args and _is_fatal(exc.args[0]):
+            if exc.args and is_fatal(exc.args[0]):
                 self._fatal = True
                 return []
             raise
@@ -241,8 +175,8 @@ class Pipeline:
 
     def process(self, messages: list[Message]) -> None:
         """One batch through every stage. Its atomic write is held back and sent with the next
-        batch's read, so that the next batch is computed while Redis runs this one's write; it
-        is confirmed (commit, emit) before the next write is sent. A batch with no successor
+        batch's read, so that the next batch is rated while Redis runs this one's write; it is
+        confirmed (commit, emit) before the next write is sent. A batch with no successor
         within one poll is written at once (see "Pipelining" in consumer/README.md)."""
         started = time.perf_counter()
         good = self._keep_data(messages)
@@ -251,89 +185,30 @@ class Pipeline:
         accepted, rejected = self._decode(good)
         self._dead_letter(rejected)
         next_offsets = {cast(int, m.partition()): cast(int, m.offset()) + 1 for m in good}
-        batch = _Batch(accepted, next_offsets, len(good), started, self.keys)
+        batch = Batch(accepted, next_offsets, len(good), started, self.keys)
         ahead, self._ready = self._ready, None
-        plan = None if ahead is None else self._rate_behind(batch, ahead)
+        plan = None
+        if ahead is not None:
+            plan, written = self.writer.rate_behind(batch, ahead)
+            self._confirmed(ahead.batch, written)
         if plan is None:
-            plan = self._retry(lambda: self._rate(batch), "read")
-        self._ready = _Ready(batch, plan)
+            plan = self._retry(lambda: self.writer.rate(batch), "read")
+        self._ready = Ready(batch, plan)
 
     def flush(self) -> None:
         """Write and confirm the batch held back, if any."""
         ahead, self._ready = self._ready, None
         if ahead is not None:
-            self._confirm(ahead, None)
+            self._confirmed(ahead.batch, self.writer.write(ahead.batch, ahead.plan))
 
-    def _rate(self, batch: _Batch) -> Plan:
-        view = self.store.read_view(
-            batch.players, batch.pairs, batch.partitions, self.cache.entries
-        )
-        return rate_batch(batch.accepted, batch.next_offsets, view, self.keys, self.params)
-
-    def _rate_behind(self, batch: _Batch, ahead: _Ready) -> Plan | None:
-        """Send `ahead`'s write right behind this batch's read, rate this batch on top of what
-        the write will leave (its players, pairs, offsets and population deltas) while Redis runs
-        it, then confirm it. None when `ahead` did not apply as computed (this batch must then be
-        rated afresh)."""
-        plan = ahead.plan
-        try:
-            view, write = self.store.read_view_then_write(
-                batch.players,
-                batch.pairs,
-                batch.partitions,
-                ChainMap(plan.states, self.cache.entries),  # type: ignore[arg-type]
-                plan,
-                self.params.cooldown_ms,
-                self.config.max_age_ms,
-            )
-        except _REDIS_DOWN as exc:
-            self._redis_failed(exc)
-            self._confirm(ahead, None)  # whether it ran is unknown: the redo finds out
-            return None
-        view.cooldowns.update(plan.cooldowns)
-        view.offsets.update(plan.offsets)
-        view.player_count += plan.count_delta
-        view.sigma_units_total += (plan.sigma_hi_delta << 32) + plan.sigma_lo_delta
-        mine = rate_batch(batch.accepted, batch.next_offsets, view, self.keys, self.params)
-        return mine if self._confirm(ahead, write) else None
-
-    def _confirm(self, ready: _Ready, write: PendingWrite | None) -> bool:
-        """Wait for the batch's write (send it first if `write` is None), redo it on a conflict
-        or a Redis failure, then commit and emit; True when it applied as first computed."""
-        batch, plan = ready.batch, ready.plan
-        sent = time.perf_counter()
-        applied = write is not None
-        try:
-            if write is None:
-                self.store.write(plan, self.params.cooldown_ms, self.config.max_age_ms)
-                applied = True
-            else:
-                write.result()
-        except Conflict as exc:
-            self.metrics.conflicts.inc()
-            log.info("concurrent change, recomputing batch", extra={"what": exc.what})
-            applied = False
-        except _REDIS_DOWN as exc:
-            self._redis_failed(exc)
-            applied = False
-        if applied:
-            self.metrics.redis_write.observe(time.perf_counter() - sent)
-            self.metrics.ready_flags["redis"] = True
-            self.cache.store(plan.states)
-        else:
-            self.cache.forget(batch.players)
-            plan = self._retry(lambda: self._rate_and_write(batch), "write")
+    def _confirmed(self, batch: Batch, plan: Plan) -> None:
+        """The batch is in Redis: move on, commit, count it, and relay what is confirmed (Redis
+        is idle until the next write is sent)."""
         for partition, offset in batch.next_offsets.items():
             self.positions[partition] = offset
         self._commit(batch.next_offsets)
         self._observe(batch.size, plan, batch.started)
-        self._emit()  # Redis is idle until the next write: relay what is confirmed
-        return applied
-
-    def _redis_failed(self, exc: Exception) -> None:
-        self.metrics.ready_flags["redis"] = False
-        self.metrics.swallowed.labels("redis_write").inc()
-        log.warning("redis failed under a write, redoing its batch", extra={"error": str(exc)})
+        self._emit()
 
     # -- stages -------------------------------------------------------------------------------
 
@@ -345,7 +220,7 @@ class Pipeline:
             if err is None:
                 good.append(m)
             else:
-                if _is_fatal(err):
+                if is_fatal(err):
                     self._fatal = True
                 self.metrics.swallowed.labels("kafka_consume").inc()
                 log.warning("kafka consume error", extra={"error": str(err)})
@@ -396,23 +271,6 @@ class Pipeline:
             log.warning(
                 "dead-letter topic not reachable, retrying", extra={"pending": len(self.producer)}
             )
-
-    def _rate_and_write(self, batch: _Batch) -> Plan:
-        """Dedup and rate on a fresh read; redo on a concurrent change, until the write holds."""
-        while True:
-            plan = self._rate(batch)
-            write_started = time.perf_counter()
-            try:
-                self.store.write(plan, self.params.cooldown_ms, self.config.max_age_ms)
-            except Conflict as exc:
-                self.cache.forget(batch.players)
-                self.metrics.conflicts.inc()
-                log.info("concurrent change, recomputing batch", extra={"what": exc.what})
-                continue
-            self.metrics.redis_write.observe(time.perf_counter() - write_started)
-            self.metrics.ready_flags["redis"] = True
-            self.cache.store(plan.states)
-            return plan
 
     def _commit(self, next_offsets: dict[int, int]) -> None:
         """Kafka's group offsets follow Redis (for lag dashboards); Redis stays the truth."""
@@ -489,7 +347,7 @@ class Pipeline:
             self.metrics.swallowed.labels("outbox_backlog").inc()
 
     def _on_kafka_error(self, err: KafkaError) -> None:
-        if _is_fatal(err):
+        if is_fatal(err):
             self._fatal = True
         if err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
             self.metrics.ready_flags["broker"] = False
@@ -528,27 +386,3 @@ class Pipeline:
         if self.http is not None:
             self.http.shutdown()
         log.info("consumer stopped")
-
-    # -- retries ------------------------------------------------------------------------------
-
-    def _retry(self, action: Callable[[], T], what: str, give_up_s: float | None = None) -> T:
-        """Run `action`, retrying with exponential backoff while Redis is unreachable."""
-        delay = self.config.backoff_initial_s
-        deadline = None if give_up_s is None else time.monotonic() + give_up_s
-        while True:
-            try:
-                result = action()
-                self.metrics.ready_flags["redis"] = True
-                return result
-            except _REDIS_DOWN as exc:
-                self.metrics.ready_flags["redis"] = False
-                self.metrics.swallowed.labels("redis_" + what.replace(" ", "_")).inc()
-                if deadline is not None and time.monotonic() > deadline:
-                    raise
-                log.warning(
-                    "redis unavailable, retrying",
-                    extra={"during": what, "retry_in_s": delay, "error": str(exc)},
-                )
-                time.sleep(delay)
-                self.metrics.tick()
-                delay = min(delay * 2, self.config.backoff_max_s)

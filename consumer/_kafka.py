@@ -1,0 +1,55 @@
+"""The consumer's Kafka clients: the group member reading kill events, and the idempotent
+producer for rating changes and dead letters."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Final
+
+from confluent_kafka import Consumer, KafkaError, Producer
+
+from consumer.config import Config
+
+_KAFKA_LOG: Final = logging.getLogger("adr.consumer.kafka")  # librdkafka's lines, as JSON too
+_MAX_FETCH_WAIT_MS: Final = 100
+_MAX_POLL_INTERVAL_MS: Final = 300_000
+_PRODUCER_LINGER_MS: Final = 5
+
+
+def is_fatal(err: object) -> bool:
+    """A client error after which the Kafka client is unusable and must be recreated."""
+    return isinstance(err, KafkaError) and (err.fatal() or err.code() == KafkaError._FATAL)
+
+
+def new_consumer(config: Config, on_error: Callable[[KafkaError], None]) -> Consumer:
+    static = {"group.instance.id": config.group_instance_id} if config.group_instance_id else {}
+    return Consumer(
+        {
+            **static,
+            "bootstrap.servers": config.bootstrap_servers,
+            "group.id": config.group,
+            "session.timeout.ms": config.session_timeout_ms,
+            "enable.auto.commit": False,  # Redis holds the offsets; Kafka's follow for dashboards
+            "auto.offset.reset": "earliest",
+            "enable.partition.eof": False,
+            "error_cb": on_error,
+            "logger": _KAFKA_LOG,
+            "fetch.wait.max.ms": max(1, min(config.batch_wait_ms, _MAX_FETCH_WAIT_MS)),
+            "max.poll.interval.ms": _MAX_POLL_INTERVAL_MS,
+        }
+    )
+
+
+def new_producer(config: Config, on_error: Callable[[KafkaError], None]) -> Producer:
+    return Producer(
+        {
+            "bootstrap.servers": config.bootstrap_servers,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": _PRODUCER_LINGER_MS,
+            "message.timeout.ms": 0,  # never give up: the outbox entry waits meanwhile
+            "error_cb": on_error,
+            "logger": _KAFKA_LOG,
+        }
+    )
