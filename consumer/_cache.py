@@ -6,7 +6,7 @@ player's `ver`, so a stale entry costs a Conflict and a re-read, never a lost up
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
 
 from engine import PlayerState
@@ -15,40 +15,63 @@ Entry = tuple[PlayerState, int]
 """(state, ver) as Redis holds it."""
 
 
-class StateCache:
-    """player -> (state, ver), at most `capacity` players; the least recently stored go first."""
+class StateCache(Mapping[str, Entry]):
+    """player -> (state, ver), at most `capacity` players; the least recently stored go first.
 
-    __slots__ = ("_capacity", "_entries")
+    States and vers are kept in two dicts of objects the garbage collector does not track
+    (PlayerState has gc=False), so that neither dict is ever tracked: a dict of (state, ver)
+    tuples was re-tracked on every store and traversed whole by every young collection, pauses
+    that grew with the cache.
+    """
+
+    __slots__ = ("_capacity", "_states", "_vers")
 
     def __init__(self, capacity: int) -> None:
         self._capacity = capacity
-        self._entries: dict[str, Entry] = {}
+        self._states: dict[str, PlayerState] = {}
+        self._vers: dict[str, int] = {}
 
     @property
     def entries(self) -> Mapping[str, Entry]:
-        return self._entries
+        return self
+
+    def __getitem__(self, player: str) -> Entry:
+        return self._states[player], self._vers[player]
+
+    def get(self, player: str, default: Entry | None = None) -> Entry | None:  # type: ignore[override]
+        state = self._states.get(player)
+        return default if state is None else (state, self._vers[player])
+
+    def __contains__(self, player: object) -> bool:
+        return player in self._states
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._states)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._states)
 
     def store(self, entries: Mapping[str, Entry]) -> None:
         """Remember these (state, ver); evicts the oldest tenth when over capacity."""
         if self._capacity <= 0:
             return
-        cache = self._entries
-        for player, entry in entries.items():
-            cache.pop(player, None)  # re-inserted last: dict order is recency
-            cache[player] = entry
-        excess = len(cache) - self._capacity
+        states, vers = self._states, self._vers
+        for player, (state, ver) in entries.items():
+            states.pop(player, None)  # re-inserted last: dict order is recency
+            states[player] = state
+            vers[player] = ver
+        excess = len(states) - self._capacity
         if excess > 0:
             excess += self._capacity // 10  # evict in bulk, not one key per stored player
-            for player in list(islice(cache, excess)):
-                del cache[player]
+            for player in list(islice(states, excess)):
+                del states[player]
+                del vers[player]
 
     def forget(self, players: Iterable[str]) -> None:
-        cache = self._entries
         for player in players:
-            cache.pop(player, None)
+            if self._states.pop(player, None) is not None:
+                del self._vers[player]
 
     def clear(self) -> None:
-        self._entries.clear()
+        self._states.clear()
+        self._vers.clear()
