@@ -46,7 +46,8 @@ _TIER = msgspec.Meta(
 )
 
 
-class RatingChange(msgspec.Struct, kw_only=True, frozen=True):
+# gc=False: only strings and numbers, never part of a reference cycle (see KillEvent).
+class RatingChange(msgspec.Struct, kw_only=True, frozen=True, gc=False):
     """How one counted kill event changed one player's rating."""
 
     v: Annotated[Literal[1], msgspec.Meta(description="format version")]
