@@ -99,6 +99,15 @@ def publish_snapshot(client: redis.Redis, keys: Keys, snapshot: Snapshot, versio
     )
 
 
+def rating_pool(redis_url: str, unique_name: Callable[[str], str]) -> tuple[str, Keys, redis.Redis]:
+    """A fresh namespace with SNAPSHOT published: (namespace, its keys, a client on its Redis)."""
+    ns = unique_name("ns")
+    keys = Keys(ns)
+    client = redis.Redis.from_url(redis_url)
+    publish_snapshot(client, keys, SNAPSHOT)
+    return ns, keys, client
+
+
 def replay(evs: Iterable[KillEvent], params: Params, snapshot: Snapshot) -> RatingBook:
     """The engine's in-memory replay (what `adr replay --snapshot` runs) of the same events;
     `book.counted_ids` lists the events it counted, in order."""

@@ -7,9 +7,7 @@ import urllib.request
 
 import consumer_support as S
 import msgspec
-import redis
 
-from consumer._keys import Keys
 from consumer.config import Config
 from engine import Params
 from schemas import MAX_MESSAGE_BYTES, encode_kill_event, kill_event
@@ -46,10 +44,7 @@ def test_malformed_events_are_dead_lettered_with_their_reason_and_the_rest_appli
     kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
 ) -> None:
     topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-    ns = unique_name("ns")
-    keys = Keys(ns)
-    client = redis.Redis.from_url(redis_url)
-    S.publish_snapshot(client, keys, S.SNAPSHOT)
+    ns, keys, client = S.rating_pool(redis_url, unique_name)
     params = Params()
     now = time.time_ns() // 1_000_000
     good = S.events(3_000, players=200, arenas=10, seed=3)

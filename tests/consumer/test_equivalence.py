@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import consumer_support as S
-import redis
 
-from consumer._keys import Keys
 from consumer.config import Config
 from engine import Params
 from schemas import decode_rating_change
@@ -19,10 +17,7 @@ def test_50k_events_through_kafka_equal_the_replay(
     # One partition: the replay's order is then the consumer's order, so σ̄ (a mean over every
     # tracked player, changed by every event) matches bit for bit, not just within tolerance.
     topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-    ns = unique_name("ns")
-    keys = Keys(ns)
-    client = redis.Redis.from_url(redis_url)
-    S.publish_snapshot(client, keys, S.SNAPSHOT)
+    ns, keys, client = S.rating_pool(redis_url, unique_name)
     params = Params()
     events = S.events(EVENTS, players=5_000, arenas=50, seed=11)
     S.produce(kafka_bootstrap, topic, S.encoded(events))

@@ -35,10 +35,7 @@ def test_kill_9_at_random_moments_loses_nothing_and_applies_nothing_twice(
 ) -> None:
     n = 100_000
     topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-    ns = unique_name("ns")
-    keys = Keys(ns)
-    client = redis.Redis.from_url(redis_url)
-    S.publish_snapshot(client, keys, S.SNAPSHOT)
+    ns, keys, client = S.rating_pool(redis_url, unique_name)
     params = Params()
     events = S.events(n, players=10_000, arenas=200, seed=23)
     S.produce(kafka_bootstrap, topic, S.encoded(events))
@@ -155,10 +152,7 @@ def test_two_consumers_sharing_players_count_every_event_once(
 ) -> None:
     n = 30_000
     topic = kafka_admin.create(unique_name("kill-events"), partitions=4)
-    ns = unique_name("ns")
-    keys = Keys(ns)
-    client = redis.Redis.from_url(redis_url)
-    S.publish_snapshot(client, keys, S.SNAPSHOT)
+    ns, keys, client = S.rating_pool(redis_url, unique_name)
     params = Params()
     # 300 players in 40 arenas over 4 partitions: every player plays in every partition.
     events = S.one_arena_per_pair(S.events(n, players=300, arenas=40, seed=41))

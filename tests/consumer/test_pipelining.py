@@ -41,6 +41,7 @@ def pipeline(kafka_bootstrap: str, redis_url: str, unique_name):
         metrics_port=0,
     )
     made = Pipeline(config, Params())
+    S.publish_snapshot(made.redis, made.keys, S.SNAPSHOT)
     yield made
     made.kafka.close()
     made.redis.close()
@@ -59,7 +60,6 @@ def _stored(client: redis.Redis, keys: Keys) -> dict[str, tuple[float, int, int]
 
 def test_the_batch_behind_is_rated_on_top_of_the_write_ahead(pipeline: Pipeline) -> None:
     client, keys = pipeline.redis, pipeline.keys
-    S.publish_snapshot(client, keys, S.SNAPSHOT)
     now = time.time_ns() // 1_000_000 - 120_000  # the last event is 70 s later, still in the past
     pipeline.process([_message(0, 1, "a", "b", now), _message(1, 2, "c", "a", now + 1)])
     assert client.exists(keys.player("a")) == 0  # held back, not written yet
@@ -84,7 +84,6 @@ def test_a_write_ahead_that_conflicts_is_redone_and_the_batch_behind_rated_again
     pipeline: Pipeline,
 ) -> None:
     client, keys, params = pipeline.redis, pipeline.keys, pipeline.params
-    S.publish_snapshot(client, keys, S.SNAPSHOT)
     now = time.time_ns() // 1_000_000
     pipeline.process([_message(0, 1, "a", "b", now)])  # held back, computed on a fresh a
     # Meanwhile another instance (another partition of another topic) moves a on.
