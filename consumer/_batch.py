@@ -61,8 +61,9 @@ class Plan:
     """One batch's atomic write: what to check (compare-and-set) and what to write."""
 
     players: list[str | bytes] = dataclasses.field(default_factory=list)
-    """PLAYER_ITEMS per changed player: id, checked ver, new ver, the hash values (FIELDS order,
-    without ver), activity time ("" = none), "1" if active else "0" (consumer/_apply.lua)."""
+    """Per changed player, the 17 items of PLAYER_ITEMS in consumer/_apply.lua: id, checked ver,
+    new ver, the hash values (FIELDS order, without ver), activity time ("" = none), "1" if
+    active else "0"."""
     states: dict[str, tuple[PlayerState, int]] = dataclasses.field(default_factory=dict)
     """player -> (state, ver) as the write leaves it, for every player the batch changed."""
     offset_checks: list[tuple[int, int | None]] = dataclasses.field(default_factory=list)
@@ -78,10 +79,6 @@ class Plan:
     duplicates: int = 0
     already_applied: int = 0
     counted_ts: list[int] = dataclasses.field(default_factory=list)
-
-
-PLAYER_ITEMS: Final = 17
-"""Items per player in `Plan.players` (and in consumer/_apply.lua)."""
 
 
 def rate_batch(

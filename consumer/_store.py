@@ -23,7 +23,6 @@ _SCRIPTS: Final = importlib.resources.files("consumer")
 _WRITE: Final = _SCRIPTS.joinpath("_apply.lua").read_text()
 _WRITE_SHA: Final = hashlib.sha1(_WRITE.encode()).hexdigest()
 T = TypeVar("T")
-_FIELD_COUNT: Final = len(FIELDS)
 # redis-py < 5.3 requires get_connection's command name; later releases deprecate passing it.
 _COMMAND_NAME: Final = (
     ()

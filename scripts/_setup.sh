@@ -108,8 +108,8 @@ sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Pyth
 
   # The engine and the consumer's hot path compiled with mypyc (adr_cli/compiled.py), rebuilt
   # only when their sources change; without a C compiler it warns and the pure modules run.
-  if [ "${ADR_COMPILED:-1}" != "0" ] && ! "$ADR_VENV/bin/python" -m adr_cli.compiled status >/dev/null; then
-    "$ADR_VENV/bin/python" -m adr_cli.compiled build ||
+  if [ "${ADR_COMPILED:-1}" != "0" ]; then
+    "$ADR_VENV/bin/python" -m adr_cli.compiled build --if-stale ||
       _log "warning: no compiled build (needs gcc and the Python headers); running pure Python"
   fi
 

@@ -1,7 +1,7 @@
-"""The optional mypyc build (bench/engine_build_mypyc.py) must give bit-identical state.
+"""The mypyc build (adr_cli/compiled.py) must give bit-identical state.
 
-Skipped when build/mypyc holds no compiled engine, or one built from other sources than the
-current engine/*.py. CI does not build it; the pure engine is the reference.
+Skipped when build/mypyc holds no build of the current sources for this interpreter
+(adr_cli.compiled.stale_reason); scripts/test builds it. The pure engine is the reference.
 """
 
 from __future__ import annotations
@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from adr_cli import compiled
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "mypyc"
@@ -38,16 +40,6 @@ sys.stdout.buffer.write(msgspec.msgpack.encode(
 """
 
 
-def _compiled_build_is_current() -> str | None:
-    if not any((BUILD / "engine").glob("_book*.so")):
-        return "no compiled engine in build/mypyc (python bench/engine_build_mypyc.py)"
-    for source in (ROOT / "engine").glob("*.py"):
-        copy = BUILD / "engine" / source.name
-        if not copy.exists() or copy.read_bytes() != source.read_bytes():
-            return f"build/mypyc is stale ({source.name} changed); rebuild it"
-    return None
-
-
 def _replay(pythonpath: str, suffix: str, cwd: Path) -> bytes:
     env = {**os.environ, "PYTHONPATH": pythonpath}
     done = subprocess.run(
@@ -63,10 +55,10 @@ def _replay(pythonpath: str, suffix: str, cwd: Path) -> bytes:
 
 
 def test_compiled_engine_is_bit_identical_to_the_pure_one(tmp_path: Path) -> None:
-    reason = _compiled_build_is_current()
+    reason = compiled.stale_reason(BUILD)
     if reason is not None:
         pytest.skip(reason)
     pure = _replay(str(ROOT), ".py", tmp_path)
-    compiled = _replay(f"{BUILD}{os.pathsep}{ROOT}", ".so", tmp_path)
+    built = _replay(f"{BUILD}{os.pathsep}{ROOT}", ".so", tmp_path)
     assert len(pure) > 10_000
-    assert compiled == pure
+    assert built == pure
