@@ -67,9 +67,9 @@ class Relay:
         self._in_flight = 0
 
     def pump(self) -> int:
-        """Acknowledge what Kafka confirmed, then send what the outbox holds; returns entries."""
+        """Acknowledge what Kafka confirmed and read what the outbox holds, in one round trip,
+        then send it; returns the entries sent."""
         self._producer.poll(0)
-        self._acknowledge()
         if not self._group_ready:
             try:
                 self._r.xgroup_create(self._stream, GROUP, id="0", mkstream=True)
@@ -77,24 +77,33 @@ class Relay:
                 if "BUSYGROUP" not in str(exc):
                     raise
             self._group_ready = True
-        entries: list[tuple[bytes, dict[bytes, bytes]]] = []
-        try:
-            now = time.monotonic()
-            if now >= self._next_claim:
-                self._next_claim = now + self._claim_idle_ms / 2000
-                claimed: Any = self._r.xautoclaim(
-                    self._stream, GROUP, self._name, self._claim_idle_ms, "0-0", count=self._batch
-                )
-                entries.extend(e for e in claimed[1] if e[1])
-            reply: Any = self._r.xreadgroup(
-                GROUP, self._name, {self._stream: ">"}, count=self._batch
+        acked, self._done = self._done, []
+        pipe = self._r.pipeline(transaction=False)
+        self._queue_acknowledge(pipe, acked)
+        now = time.monotonic()
+        claiming = now >= self._next_claim
+        if claiming:
+            self._next_claim = now + self._claim_idle_ms / 2000
+            pipe.xautoclaim(
+                self._stream, GROUP, self._name, self._claim_idle_ms, "0-0", count=self._batch
             )
-        except redis.ResponseError as exc:
-            if "NOGROUP" not in str(exc):
-                raise
+        pipe.xreadgroup(GROUP, self._name, {self._stream: ">"}, count=self._batch)
+        try:
+            replies: list[Any] = pipe.execute(raise_on_error=False)
+        except redis.RedisError:
+            self._done = acked + self._done  # acknowledged on the next try
+            raise
+        failed = [r for r in replies if isinstance(r, Exception)]
+        if any("NOGROUP" in str(r) for r in failed):
             self._group_ready = False  # Redis lost the group (restarted empty): recreate
             return 0
-        for _stream, items in reply or []:
+        if failed:
+            self._done = acked + self._done
+            raise failed[0]
+        entries: list[tuple[bytes, dict[bytes, bytes]]] = []
+        if claiming:
+            entries.extend(e for e in replies[-2][1] if e[1])
+        for _stream, items in replies[-1] or []:
             entries.extend(items)
         for entry_id, fields in entries:
             self._send(entry_id, _ENTRY.decode(fields[b"m"]))
@@ -125,15 +134,18 @@ class Relay:
                 except BufferError:
                     self._producer.poll(0.05)  # local queue full: let deliveries drain
 
+    def _queue_acknowledge(self, pipe: Any, ids: list[bytes]) -> None:
+        for i in range(0, len(ids), _ACK_CHUNK):
+            chunk = ids[i : i + _ACK_CHUNK]
+            pipe.xack(self._stream, GROUP, *chunk)
+            pipe.xdel(self._stream, *chunk)
+
     def _acknowledge(self) -> None:
         if not self._done:
             return
         ids, self._done = self._done, []
         pipe = self._r.pipeline(transaction=False)
-        for i in range(0, len(ids), _ACK_CHUNK):
-            chunk = ids[i : i + _ACK_CHUNK]
-            pipe.xack(self._stream, GROUP, *chunk)
-            pipe.xdel(self._stream, *chunk)
+        self._queue_acknowledge(pipe, ids)
         try:
             pipe.execute()
         except redis.RedisError:
