@@ -75,3 +75,34 @@ class StateCache(Mapping[str, Entry]):
     def clear(self) -> None:
         self._states.clear()
         self._vers.clear()
+
+
+class Overlay(Mapping[str, Entry]):
+    """`newer` laid over `older` (e.g. what a write ahead leaves, over the cache): a lookup is
+    two dict probes, where collections.ChainMap's runs a generator in Python."""
+
+    __slots__ = ("_newer", "_older")
+
+    def __init__(self, newer: Mapping[str, Entry], older: Mapping[str, Entry]) -> None:
+        self._newer = newer
+        self._older = older
+
+    def __getitem__(self, player: str) -> Entry:
+        hit = self._newer.get(player)
+        return self._older[player] if hit is None else hit
+
+    def get(self, player: str, default: Entry | None = None) -> Entry | None:  # type: ignore[override]
+        hit = self._newer.get(player)
+        return self._older.get(player, default) if hit is None else hit
+
+    def __contains__(self, player: object) -> bool:
+        return player in self._newer or player in self._older
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({**dict.fromkeys(self._older), **dict.fromkeys(self._newer)})
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def __bool__(self) -> bool:  # not via __len__, which walks both
+        return bool(self._newer) or bool(self._older)

@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import ChainMap
 from typing import NamedTuple
 
 from consumer._batch import Accepted, Plan, rate_batch
-from consumer._cache import StateCache
+from consumer._cache import Overlay, StateCache
 from consumer._keys import Keys
 from consumer._metrics import Metrics
 from consumer._retry import REDIS_DOWN, RedisRetry
@@ -95,7 +94,7 @@ class Writer:
                 batch.players,
                 batch.pairs,
                 batch.partitions,
-                ChainMap(plan.states, self._cache.entries),  # type: ignore[arg-type]
+                Overlay(plan.states, self._cache),
                 plan,
                 self._params.cooldown_ms,
                 self._max_age_ms,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections import ChainMap
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from consumer._cache import StateCache
+from consumer._cache import Overlay, StateCache
 from engine import Params, new_player
 
 STATE = new_player(Params())
@@ -45,3 +47,22 @@ def test_capacity_zero_keeps_nothing_and_forget_drops() -> None:
     cache.store({"a": (STATE, 1), "b": (STATE, 1)})
     cache.forget(["a", "zz"])
     assert list(cache.entries) == ["b"]
+
+
+@given(
+    newer=st.dictionaries(st.sampled_from("abcdef"), st.integers(0, 9), max_size=6),
+    older=st.dictionaries(st.sampled_from("abcdefgh"), st.integers(0, 9), max_size=8),
+)
+def test_overlay_reads_like_a_chain_map_newer_first(
+    newer: dict[str, int], older: dict[str, int]
+) -> None:
+    top = {p: (STATE, v) for p, v in newer.items()}
+    cache = StateCache(100)
+    cache.store({p: (STATE, v) for p, v in older.items()})
+    overlay, chained = Overlay(top, cache), ChainMap(top, cache.entries)  # type: ignore[arg-type]
+    for player in "abcdefghz":
+        assert overlay.get(player) == chained.get(player)
+        assert (player in overlay) == (player in chained)
+    assert dict(overlay) == dict(chained)
+    assert len(overlay) == len(chained)
+    assert bool(overlay) == bool(chained)
