@@ -9,7 +9,6 @@ consumer/README.md.
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import signal
 import time
@@ -30,6 +29,7 @@ from confluent_kafka import (
 from adr_cli import compiled
 from consumer._batch import Accepted, Plan
 from consumer._cache import StateCache
+from consumer._collector import Collector
 from consumer._kafka import is_fatal, new_consumer, new_producer
 from consumer._keys import Keys
 from consumer._metrics import Metrics, serve
@@ -45,10 +45,6 @@ log = logging.getLogger("adr.consumer")
 
 _LAG_EVERY_S: Final = 1.0
 _DRAIN_TIMEOUT_S: Final = 30.0
-_GC_FULL_EVERY_S: Final = 60.0
-_GC_YOUNG_THRESHOLD: Final = 10_000
-"""A batch allocates thousands of containers; at CPython's default (700) the collector ran many
-times per batch. The batch boundary collects the young generation anyway (`_confirmed`)."""
 
 
 class Pipeline:
@@ -87,7 +83,7 @@ class Pipeline:
         self.positions: dict[int, int] = {}
         self._stopping = False
         self._next_lag = 0.0
-        self._next_full_gc = time.monotonic() + _GC_FULL_EVERY_S
+        self._collector = Collector()
         self.http: ThreadingHTTPServer | None = None
 
     def _subscribe(self) -> None:
@@ -122,9 +118,7 @@ class Pipeline:
             self.http = serve(self.metrics, self.config.metrics_host, self.config.metrics_port)
         if signals:
             self._install_signals()
-        gc.collect()
-        gc.freeze()  # what start-up built lives as long as the process: scan it no more
-        gc.set_threshold(_GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
+        self._collector.start()
         self._subscribe()
         log.info(
             "consumer started",
@@ -211,19 +205,7 @@ class Pipeline:
         self._commit(batch.next_offsets)
         self._observe(batch.size, plan, batch.started)
         self._emit()
-        self._collect_garbage()
-
-    def _collect_garbage(self) -> None:
-        """The young generation holds the tuples of every state cached since its last collection;
-        allocations and frees balance once the cache is full, so left to itself it ran ever more
-        rarely and longer (80 ms and more). Per batch it stays a few ms; the older generations
-        (cycles only, e.g. of exceptions) are swept in full once in a while."""
-        now = time.monotonic()
-        if now >= self._next_full_gc:
-            self._next_full_gc = now + _GC_FULL_EVERY_S
-            gc.collect()
-        else:
-            gc.collect(0)
+        self._collector.after_batch()
 
     # -- stages -------------------------------------------------------------------------------
 
@@ -400,4 +382,5 @@ class Pipeline:
         self.redis.close()
         if self.http is not None:
             self.http.shutdown()
+        self._collector.stop()
         log.info("consumer stopped")
