@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -74,6 +75,70 @@ class TimedPipeline(Pipeline):
         self.applied += size
         done = now_ms()
         self.latencies_ms.extend(done - ts for ts in plan.counted_ts)
+
+
+_TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds used so far by pid (all its threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * _TICK_S
+
+
+def _machine_busy_s() -> float:
+    """CPU seconds all cores spent busy (not idle or waiting on I/O) so far."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:8]]
+    return (sum(ticks) - ticks[3] - ticks[4]) * _TICK_S
+
+
+def stack_pids(redis_url: str) -> dict[str, int]:
+    """The redis-server on the bench's port and the Kafka broker (java … kafka.Kafka)."""
+    port = redis_url.rsplit(":", 1)[1].split("/")[0]
+    found: dict[str, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = [a.decode(errors="replace") for a in f.read().split(b"\0")]
+        except OSError:
+            continue
+        if argv and "redis-server" in argv[0] and f":{port}" in " ".join(argv):  # retitled
+            found["redis"] = int(entry)
+        elif argv and argv[0].endswith("java") and "kafka.Kafka" in argv:
+            found.setdefault("broker", int(entry))
+    return found
+
+
+class CpuMeter:
+    """CPU time per process over a phase: where the machine's two cores went, per event."""
+
+    def __init__(self, redis_url: str, children: str | None = None) -> None:
+        self.pids = {"consumer": os.getpid(), **stack_pids(redis_url)}
+        self.children = children
+        self._start = self._sample()
+
+    def _sample(self) -> dict[str, float]:
+        got = {name: _proc_cpu_s(pid) for name, pid in self.pids.items()}
+        if self.children:  # child processes this one has waited for (gone from /proc)
+            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+            got[self.children] = usage.ru_utime + usage.ru_stime
+        got["machine"] = _machine_busy_s()
+        got["wall"] = time.monotonic()
+        return got
+
+    def report(self, events: int) -> dict[str, Any]:
+        end = self._sample()
+        wall = end["wall"] - self._start["wall"]
+        used = {k: end[k] - self._start[k] for k in end if k != "wall"}
+        used["other"] = used["machine"] - sum(v for k, v in used.items() if k != "machine")
+        return {
+            "cores_busy": {k: round(v / wall, 2) for k, v in used.items()},
+            "cpu_us_per_event": {k: round(v / events * 1e6, 1) for k, v in used.items()},
+        }
 
 
 def make_topic(bootstrap: str, partitions: int) -> str:
@@ -136,10 +201,12 @@ def sustained(bootstrap: str, redis_url: str, topic: str, n: int, params: Params
             say(f"consumer applied {p.applied}/{n}")
         return p.applied >= n
 
+    meter = CpuMeter(redis_url)
     run_pipeline(pipeline, done)
+    cpu = meter.report(n)
     assert pipeline.first_write is not None
     seconds = pipeline.last_write - pipeline.first_write
-    return {"events": n, "seconds": round(seconds, 2), "events_per_s": round(n / seconds)}
+    return {"events": n, "seconds": round(seconds, 2), "events_per_s": round(n / seconds), **cpu}
 
 
 def raw_consume(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
@@ -165,6 +232,7 @@ def raw_redis(redis_url: str, n: int, players: int) -> dict[str, Any]:
     keys = Keys(f"raw{uuid.uuid4().hex[:6]}")
     fields = encode_player(new_player(Params()), 1)
     conn = client.connection_pool.get_connection()
+    meter = CpuMeter(redis_url)
     started = time.monotonic()
     for start in range(0, n, 1000):
         packed = []
@@ -176,9 +244,10 @@ def raw_redis(redis_url: str, n: int, players: int) -> dict[str, Any]:
         for _ in packed:
             conn.read_response()
     seconds = time.monotonic() - started
+    cpu = meter.report(n)
     client.connection_pool.release(conn)
     client.close()
-    return {"events": n, "seconds": round(seconds, 2), "events_per_s": round(n / seconds)}
+    return {"events": n, "seconds": round(seconds, 2), "events_per_s": round(n / seconds), **cpu}
 
 
 def naive(
@@ -252,14 +321,16 @@ def steady(
          "--events", str(n), "--seed", "9", "--duplicate-rate", "0.05"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
+    meter = CpuMeter(redis_url, children="simulate")
     run_pipeline(
         pipeline, lambda p: p.applied >= n or (sim.poll() is not None and sim.returncode != 0)
     )
     sim.wait(60)
+    cpu = meter.report(n)
     lat = sorted(pipeline.latencies_ms[len(pipeline.latencies_ms) // 10 :])  # skip warm-up 10%
     q = statistics.quantiles(lat, n=100, method="inclusive")
     return {"rate_events_per_s": rate, "events": pipeline.applied, "p50_ms": round(q[49]),
-            "p99_ms": round(q[98]), "max_ms": lat[-1]}  # fmt: skip
+            "p99_ms": round(q[98]), "max_ms": lat[-1], **cpu}  # fmt: skip
 
 
 _LIMITS = None
