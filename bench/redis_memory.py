@@ -442,7 +442,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.redis_url is None:
         from stack import RedisServer
 
-        server = RedisServer(Path(tempfile.mkdtemp(prefix="adr-bench-redis-")))
+        server = RedisServer(Path(tempfile.mkdtemp(prefix="adr-bench-redis-")), settings=())
         args.redis_url = server.start()
         log(f"started redis-server at {args.redis_url}")
     try:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from stack._local import LocalStack
+from stack._redis import RECOMMENDED_SETTINGS
 
 BACKENDS = ("auto", "env", "docker", "local")
 _DOCKER_SOCKET = Path("/var/run/docker.sock")
@@ -138,6 +139,7 @@ def _redis_container(started: list[Any]) -> str:
     except ImportError:
         from testcontainers.redis import RedisContainer
     container = RedisContainer(os.environ.get("ADR_TEST_REDIS_IMAGE", "redis:7"))
+    container.with_command(" ".join(("redis-server", *RECOMMENDED_SETTINGS)))
     container.start()
     started.append(container)
     host = container.get_container_host_ip()

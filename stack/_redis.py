@@ -6,6 +6,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 from stack._errors import StackError
 from stack._ports import LOOPBACK, free_port, port_open
@@ -15,6 +16,12 @@ from stack._provision import redis_server_bin
 START_ATTEMPTS = 3
 
 
+RECOMMENDED_SETTINGS: Final = ("--hash-max-listpack-value", "256")
+"""What docs/operations.md tells operators to set: player hashes (a 181-byte `window`) stay
+listpacks, 0.96 kB per player instead of 1.77 kB, and Redis spent about 10% less CPU per event
+(45.7 -> 40.9 µs: the consumer on a backlog of 500,000 events, 100,000 players)."""
+
+
 @dataclass
 class RedisServer:
     """A throw-away redis-server: no RDB, no AOF; state lives as long as the process."""
@@ -22,6 +29,8 @@ class RedisServer:
     workdir: Path
     port: int = 0  # 0: a free port, chosen at start
     tied_to_parent: bool = True
+    settings: tuple[str, ...] = RECOMMENDED_SETTINGS
+    """redis-server arguments beyond the stack's own; () runs Redis' defaults."""
     pid: int | None = None
     _popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
@@ -46,7 +55,7 @@ class RedisServer:
             argv = [
                 binary, "--bind", LOOPBACK, "--port", str(self.port),
                 "--save", "", "--appendonly", "no", "--daemonize", "no",
-                "--dir", str(self.workdir), "--logfile", "",
+                "--dir", str(self.workdir), "--logfile", "", *self.settings,
             ]  # fmt: skip
             self._popen = spawn(argv, self.log_path, tied_to_parent=self.tied_to_parent)
             self.pid = self._popen.pid
