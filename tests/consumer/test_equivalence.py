@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import consumer_support as S
+from confluent_kafka import Consumer, TopicPartition
 
 from consumer.config import Config
 from engine import Params
@@ -40,6 +41,8 @@ def test_50k_events_through_kafka_equal_the_replay(
     assert book.counted > 0.8 * EVENTS and book.duplicates > 0.05 * EVENTS
     S.assert_redis_equals_replay(client, keys, book, params, exact=True)
     assert client.xlen(keys.outbox) == 0  # everything relayed at SIGTERM-like stop
+    # Kafka's group offsets (lag dashboards; committed at most once a second) caught up at stop.
+    assert _group_offsets(kafka_bootstrap, config.group, topic) == {0: EVENTS}
 
     changes = [
         decode_rating_change(m.value())
@@ -58,3 +61,14 @@ def test_50k_events_through_kafka_equal_the_replay(
     players = book.players()
     assert all(last[p].mu_after == players[p].mu for p in last)
     client.close()
+
+
+def _group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
+    probe = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        return {
+            tp.partition: tp.offset
+            for tp in probe.committed([TopicPartition(topic, 0)], timeout=30)
+        }
+    finally:
+        probe.close()
