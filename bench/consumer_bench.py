@@ -226,7 +226,7 @@ def raw_consume(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
 
 
 def raw_redis(redis_url: str, n: int, players: int) -> dict[str, Any]:
-    """Ceiling: the same volume of writes (two player hashes and a rank per event), packed by
+    """Ceiling: the same volume of writes (two player hashes and their ranks per event), packed by
     hiredis and pipelined 1,000 events per round trip: no reads, no rating, no script."""
     client = redis.Redis.from_url(redis_url)
     keys = Keys(f"raw{uuid.uuid4().hex[:6]}")
