@@ -69,7 +69,7 @@ class Metrics:
             registry=r,
         )
         self.outbox_backlog = Gauge(
-            "adr_outbox_backlog", "rating-change events not yet relayed", registry=r
+            "adr_outbox_backlog", "outbox entries (one per batch) not yet relayed", registry=r
         )
         self.rebalances = Counter("adr_rebalances", "partition assignments", registry=r)
         self.swallowed = Counter(
