@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import signal
 import time
 from http.server import ThreadingHTTPServer
@@ -47,7 +48,10 @@ _LAG_EVERY_S: Final = 1.0
 _COMMIT_EVERY_S: Final = 1.0
 """Kafka's group offsets only feed lag dashboards (Redis holds the truth): committed after every
 batch, they had the broker write its offsets topic ~100 times a second at 5,000 events/s, for
-no reader's benefit. Revoked partitions and shutdown commit at once."""
+no reader's benefit. Shutdown commits at once; a revocation never commits: librdkafka completes
+an unassign only once outstanding commits finish (rdkafka_assignment.c), and in one CI run a
+commit issued in the revoke callback of a session timeout, right after a broker restart, was
+followed by no assignment for 150 s (tests/consumer/test_faults.py)."""
 _DRAIN_TIMEOUT_S: Final = 30.0
 
 
@@ -323,10 +327,10 @@ class Pipeline:
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         log.info("partitions revoked", extra={"partitions": [tp.partition for tp in partitions]})
+        self._next_commit = math.inf  # none now: an unassign waits for outstanding commits
         self.flush()  # finish the batch before the partitions move on
-        self._next_commit = 0.0  # their final offsets now, not within the second
-        self._commit()
         consumer.unassign()
+        self._next_commit = 0.0
         for tp in partitions:
             self.assigned.discard(tp.partition)
             self.positions.pop(tp.partition, None)
