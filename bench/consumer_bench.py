@@ -397,6 +397,11 @@ def main() -> int:
             "targets": {
                 "sustained_25000_per_s": c >= 25_000,
                 "p99_250_ms_at_5000_per_s": latency["p99_ms"] <= 250,
+                # at the sustained phase's CPU per event, the whole machine's need at 25,000/s
+                "cores_needed_at_25000_per_s": round(
+                    consumer["cpu_us_per_event"]["machine"] * 25_000 / 1e6, 2
+                ),
+                "cores": os.cpu_count(),
             },
         }
         print(json.dumps(report, indent=2))
