@@ -44,6 +44,7 @@ from consumer.pipeline import Pipeline
 from consumer.simulate import SimConfig, generate
 from engine import Params, initial_snapshot, is_duplicate, new_player, rate_kill, sigma_units
 from schemas import decode_kill_event
+from stack._procs import pid_cmdline
 
 HOUR_MS = 3_600_000
 
@@ -101,11 +102,7 @@ def stack_pids(redis_url: str) -> dict[str, int]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        try:
-            with open(f"/proc/{entry}/cmdline", "rb") as f:
-                argv = [a.decode(errors="replace") for a in f.read().split(b"\0")]
-        except OSError:
-            continue
+        argv = pid_cmdline(int(entry))
         if argv and "redis-server" in argv[0] and f":{port}" in " ".join(argv):  # retitled
             found["redis"] = int(entry)
         elif argv and argv[0].endswith("java") and "kafka.Kafka" in argv:

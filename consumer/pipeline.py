@@ -48,10 +48,8 @@ _LAG_EVERY_S: Final = 1.0
 _COMMIT_EVERY_S: Final = 1.0
 """Kafka's group offsets only feed lag dashboards (Redis holds the truth): committed after every
 batch, they had the broker write its offsets topic ~100 times a second at 5,000 events/s, for
-no reader's benefit. Shutdown commits at once; a revocation never commits: librdkafka completes
-an unassign only once outstanding commits finish (rdkafka_assignment.c), and in one CI run a
-commit issued in the revoke callback of a session timeout, right after a broker restart, was
-followed by no assignment for 150 s (tests/consumer/test_faults.py)."""
+no reader's benefit. Shutdown commits at once; a revocation never commits, as a precaution:
+librdkafka completes an unassign only once outstanding commits finish (rdkafka_assignment.c)."""
 _DRAIN_TIMEOUT_S: Final = 30.0
 
 
@@ -328,9 +326,11 @@ class Pipeline:
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         log.info("partitions revoked", extra={"partitions": [tp.partition for tp in partitions]})
         self._next_commit = math.inf  # none now: an unassign waits for outstanding commits
-        self.flush()  # finish the batch before the partitions move on
-        consumer.unassign()
-        self._next_commit = 0.0
+        try:
+            self.flush()  # finish the batch before the partitions move on
+            consumer.unassign()
+        finally:
+            self._next_commit = 0.0
         for tp in partitions:
             self.assigned.discard(tp.partition)
             self.positions.pop(tp.partition, None)
