@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import math
 import signal
 import time
 from http.server import ThreadingHTTPServer
@@ -45,11 +44,6 @@ from schemas import Limits, SchemaError, decode_kill_event
 log = logging.getLogger("adr.consumer")
 
 _LAG_EVERY_S: Final = 1.0
-_COMMIT_EVERY_S: Final = 1.0
-"""Kafka's group offsets only feed lag dashboards (Redis holds the truth): committed after every
-batch, they had the broker write its offsets topic ~100 times a second at 5,000 events/s, for
-no reader's benefit. Shutdown commits at once; a revocation never commits, as a precaution:
-librdkafka completes an unassign only once outstanding commits finish (rdkafka_assignment.c)."""
 _DRAIN_TIMEOUT_S: Final = 30.0
 
 
@@ -89,7 +83,6 @@ class Pipeline:
         self.positions: dict[int, int] = {}
         self._stopping = False
         self._next_lag = 0.0
-        self._next_commit = 0.0
         self._collector = Collector()
         self.http: ThreadingHTTPServer | None = None
 
@@ -209,7 +202,7 @@ class Pipeline:
         is idle until the next write is sent)."""
         for partition, offset in batch.next_offsets.items():
             self.positions[partition] = offset
-        self._commit()
+        self._commit(batch.next_offsets)
         self._observe(batch.size, plan, batch.started)
         self._emit()
         self._collector.after_batch()
@@ -276,14 +269,9 @@ class Pipeline:
                 "dead-letter topic not reachable, retrying", extra={"pending": len(self.producer)}
             )
 
-    def _commit(self) -> None:
-        """Kafka's group offsets follow Redis, at most once a second (for lag dashboards); Redis
-        stays the truth."""
-        now = time.monotonic()
-        if now < self._next_commit:
-            return
-        self._next_commit = now + _COMMIT_EVERY_S
-        tps = [TopicPartition(self.config.topic, p, o) for p, o in self.positions.items()]
+    def _commit(self, next_offsets: dict[int, int]) -> None:
+        """Kafka's group offsets follow Redis (for lag dashboards); Redis stays the truth."""
+        tps = [TopicPartition(self.config.topic, p, o) for p, o in next_offsets.items()]
         try:
             self.kafka.commit(offsets=tps, asynchronous=True)
         except Exception as exc:
@@ -325,12 +313,8 @@ class Pipeline:
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         log.info("partitions revoked", extra={"partitions": [tp.partition for tp in partitions]})
-        self._next_commit = math.inf  # none now: an unassign waits for outstanding commits
-        try:
-            self.flush()  # finish the batch before the partitions move on
-            consumer.unassign()
-        finally:
-            self._next_commit = 0.0
+        self.flush()  # finish the batch before the partitions move on
+        consumer.unassign()
         for tp in partitions:
             self.assigned.discard(tp.partition)
             self.positions.pop(tp.partition, None)

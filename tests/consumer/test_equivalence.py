@@ -41,7 +41,7 @@ def test_50k_events_through_kafka_equal_the_replay(
     assert book.counted > 0.8 * EVENTS and book.duplicates > 0.05 * EVENTS
     S.assert_redis_equals_replay(client, keys, book, params, exact=True)
     assert client.xlen(keys.outbox) == 0  # everything relayed at SIGTERM-like stop
-    # Kafka's group offsets (lag dashboards; committed at most once a second) caught up at stop.
+    # Kafka's group offsets (lag dashboards only) caught up at stop.
     assert _group_offsets(kafka_bootstrap, config.group, topic) == {0: EVENTS}
 
     changes = [
