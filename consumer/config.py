@@ -29,6 +29,8 @@ class Config:
     """Kafka static membership: a restarted instance with the same id takes its partitions back
     at once instead of waiting for the session timeout (set one per replica, e.g. the pod name)."""
     session_timeout_ms: int = 10_000
+    kafka_debug: str = ""
+    """librdkafka debug contexts (e.g. `cgrp,topic,fetch`), logged as JSON lines; empty: off."""
     rating_topic: str = "rating-changes"
     dlq_topic: str = "kill-events-dlq"
     batch_size: int = 1000
@@ -71,6 +73,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "group": ("ADR_GROUP", str),
     "group_instance_id": ("ADR_GROUP_INSTANCE_ID", str),
     "session_timeout_ms": ("ADR_SESSION_TIMEOUT_MS", int),
+    "kafka_debug": ("ADR_KAFKA_DEBUG", str),
     "rating_topic": ("ADR_RATING_TOPIC", str),
     "dlq_topic": ("ADR_DLQ_TOPIC", str),
     "batch_size": ("ADR_BATCH_SIZE", int),

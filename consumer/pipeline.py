@@ -30,7 +30,7 @@ from adr_cli import compiled
 from consumer._batch import Accepted, Plan
 from consumer._cache import StateCache
 from consumer._collector import Collector
-from consumer._kafka import is_fatal, new_consumer, new_producer
+from consumer._kafka import KAFKA_LOG, is_fatal, new_consumer, new_producer
 from consumer._keys import Keys
 from consumer._metrics import Metrics, serve
 from consumer._relay import Relay
@@ -349,7 +349,9 @@ class Pipeline:
         if err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
             self.metrics.ready_flags["broker"] = False
         self.metrics.swallowed.labels("kafka").inc()
-        log.warning("kafka client error (retrying)", extra={"error": str(err)})
+        KAFKA_LOG.warning(
+            "kafka client error (retrying)", extra={"error": str(err), "code": err.name()}
+        )
 
     def _install_signals(self) -> None:
         def stop(signum: int, _frame: FrameType | None) -> None:

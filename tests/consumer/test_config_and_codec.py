@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import argparse
+import logging
 
 import msgspec
 import pytest
+from confluent_kafka import KafkaException
 from hypothesis import given
 from hypothesis import strategies as st
 
 from consumer import Config, ConsumerError
+from consumer._kafka import new_consumer
 from consumer._keys import Keys
 from consumer._redis_codec import FIELDS, decode_player, encode_player, tier_label
 from consumer.config import add_arguments, from_args
@@ -40,6 +43,29 @@ def test_bad_configuration_is_a_consumer_error() -> None:
         _parse(["--param", "c_loss"], {})
     with pytest.raises(ConsumerError):
         Config(namespace="a}b")
+
+
+def test_kafka_debug_reaches_librdkafka_and_its_lines_are_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """librdkafka checks the contexts itself: a bad one fails at client creation, a good one
+    produces debug lines through the consumer's Kafka logger (no broker needed for them)."""
+    with pytest.raises(KafkaException):
+        new_consumer(_parse(["--kafka-debug", "no-such-context"], {}), lambda _err: None)
+    config = _parse([], {"ADR_KAFKA_DEBUG": "generic", "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"})
+    assert config.kafka_debug == "generic"
+    kafka_log = logging.getLogger("adr.consumer.kafka")
+    kafka_log.setLevel(logging.NOTSET)
+    caplog.set_level(logging.INFO)  # the root level `adr consume` runs at
+    caplog.handler.setLevel(logging.NOTSET)  # so only the logger's own level can drop a line
+    try:
+        consumer = new_consumer(config, lambda _err: None)
+        consumer.poll(0.2)
+        consumer.close()
+    finally:
+        kafka_log.setLevel(logging.NOTSET)
+    debug_lines = [r for r in caplog.records if r.name == "adr.consumer.kafka"]
+    assert any(r.levelno == logging.DEBUG for r in debug_lines)
 
 
 def test_keys_share_the_namespace_hash_tag() -> None:
