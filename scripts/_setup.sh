@@ -4,6 +4,8 @@
 #   - a virtual environment $ADR_VENV (default .venv) with `pip install -e .[dev]`
 #   - the Kafka broker jars from Maven Central into .cache/kafka/       (mvn, see stack/pom.xml)
 #   - the mypyc build of the engine and the consumer's hot path into build/mypyc/ (gcc, headers)
+#   - for the tests only (adr_test_tools): Prometheus' promtool, taken out of Debian's
+#     `prometheus` package into .cache/promtool/ (downloaded, not installed: no service starts)
 # KAFKA_BOOTSTRAP_SERVERS / REDIS_URL set: the matching local server is not needed, not installed.
 
 ADR_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -120,4 +122,25 @@ sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Pyth
       _die "could not provision the Kafka broker jars (see above)"
   fi
   export PATH="$ADR_VENV/bin:$PATH"
+}
+
+adr_test_tools() {  # promtool for tests/deploy; best effort: without it that one test is skipped
+  local dir="$ADR_ROOT/.cache/promtool" sudo="" tmp
+  if ! command -v promtool >/dev/null 2>&1 && [ ! -x "$dir/promtool" ] &&
+    command -v apt-get >/dev/null 2>&1 && command -v dpkg-deb >/dev/null 2>&1; then
+    [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
+    tmp="$(mktemp -d)"
+    _log "fetching promtool (Debian package prometheus, ~25 MB; only promtool is kept)"
+    if (cd "$tmp" && { apt-get -qq download prometheus >/dev/null 2>&1 ||
+      { $sudo env DEBIAN_FRONTEND=noninteractive apt-get -qq update >/dev/null &&
+        apt-get -qq download prometheus >/dev/null; }; } &&
+      dpkg-deb -x prometheus_*.deb x && [ -x x/usr/bin/promtool ]); then
+      mkdir -p "$dir" && cp "$tmp/x/usr/bin/promtool" "$dir/promtool"
+    else
+      _log "warning: no promtool (apt-get download prometheus failed); its test will be skipped"
+    fi
+    rm -rf "$tmp"
+  fi
+  [ -x "$dir/promtool" ] && export PATH="$dir:$PATH"
+  return 0
 }

@@ -137,7 +137,7 @@ def test_grafana_provisioning_points_at_the_dashboards() -> None:
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool not installed")
 def test_promtool_accepts_the_rules_and_the_config(tmp_path: Path) -> None:
-    """Where Prometheus' own checker exists (Debian: apt-get install prometheus), use it too."""
+    """Prometheus' own checker too (scripts/test fetches promtool where apt-get can)."""
     rules = tmp_path / "rules.yml"
     shutil.copy(RULES_FILE, rules)
     config = tmp_path / "prometheus.yml"
