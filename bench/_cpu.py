@@ -1,0 +1,69 @@
+"""CPU time per process over a benchmark phase, from /proc (Linux): where the cores went."""
+
+from __future__ import annotations
+
+import os
+import resource
+import time
+from typing import Any
+
+from stack._procs import pid_cmdline
+
+_TICK_S = 1 / os.sysconf("SC_CLK_TCK")
+
+
+def _proc_cpu_s(pid: int) -> float:
+    """User + system CPU seconds used so far by pid (all its threads)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * _TICK_S
+
+
+def _machine_busy_s() -> float:
+    """CPU seconds all cores spent busy (not idle or waiting on I/O) so far."""
+    with open("/proc/stat") as f:
+        ticks = [int(x) for x in f.readline().split()[1:8]]
+    return (sum(ticks) - ticks[3] - ticks[4]) * _TICK_S
+
+
+def stack_pids(redis_url: str) -> dict[str, int]:
+    """The redis-server on the bench's port and the Kafka broker (java … kafka.Kafka)."""
+    port = redis_url.rsplit(":", 1)[1].split("/")[0]
+    found: dict[str, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        argv = pid_cmdline(int(entry))
+        if argv and "redis-server" in argv[0] and f":{port}" in " ".join(argv):  # retitled
+            found["redis"] = int(entry)
+        elif argv and argv[0].endswith("java") and "kafka.Kafka" in argv:
+            found.setdefault("broker", int(entry))
+    return found
+
+
+class CpuMeter:
+    """CPU time per process over a phase: where the machine's two cores went, per event."""
+
+    def __init__(self, redis_url: str, children: str | None = None) -> None:
+        self.pids = {"consumer": os.getpid(), **stack_pids(redis_url)}
+        self.children = children
+        self._start = self._sample()
+
+    def _sample(self) -> dict[str, float]:
+        got = {name: _proc_cpu_s(pid) for name, pid in self.pids.items()}
+        if self.children:  # child processes this one has waited for (gone from /proc)
+            usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+            got[self.children] = usage.ru_utime + usage.ru_stime
+        got["machine"] = _machine_busy_s()
+        got["wall"] = time.monotonic()
+        return got
+
+    def report(self, events: int) -> dict[str, Any]:
+        end = self._sample()
+        wall = end["wall"] - self._start["wall"]
+        used = {k: end[k] - self._start[k] for k in end if k != "wall"}
+        used["other"] = used["machine"] - sum(v for k, v in used.items() if k != "machine")
+        return {
+            "cores_busy": {k: round(v / wall, 2) for k, v in used.items()},
+            "cpu_us_per_event": {k: round(v / events * 1e6, 1) for k, v in used.items()},
+        }
