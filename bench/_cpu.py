@@ -19,11 +19,13 @@ def _proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) * _TICK_S
 
 
-def _machine_busy_s() -> float:
-    """CPU seconds all cores spent busy (not idle or waiting on I/O) so far."""
+def _machine_s() -> tuple[float, float]:
+    """CPU seconds so far: all cores busy (not idle, waiting on I/O or stolen), and stolen (the
+    hypervisor ran someone else on a core this VM wanted: a slower run, not a costlier one)."""
     with open("/proc/stat") as f:
-        ticks = [int(x) for x in f.readline().split()[1:8]]
-    return (sum(ticks) - ticks[3] - ticks[4]) * _TICK_S
+        ticks = [int(x) for x in f.readline().split()[1:9]]
+    user, nice, system, _idle, _iowait, irq, softirq, steal = ticks
+    return (user + nice + system + irq + softirq) * _TICK_S, steal * _TICK_S
 
 
 def stack_pids(redis_url: str) -> dict[str, int]:
@@ -54,7 +56,7 @@ class CpuMeter:
         if self.children:  # child processes this one has waited for (gone from /proc)
             usage = resource.getrusage(resource.RUSAGE_CHILDREN)
             got[self.children] = usage.ru_utime + usage.ru_stime
-        got["machine"] = _machine_busy_s()
+        got["machine"], got["stolen"] = _machine_s()
         got["wall"] = time.monotonic()
         return got
 
@@ -62,7 +64,9 @@ class CpuMeter:
         end = self._sample()
         wall = end["wall"] - self._start["wall"]
         used = {k: end[k] - self._start[k] for k in end if k != "wall"}
-        used["other"] = used["machine"] - sum(v for k, v in used.items() if k != "machine")
+        used["other"] = used["machine"] - sum(
+            v for k, v in used.items() if k not in ("machine", "stolen")
+        )
         return {
             "cores_busy": {k: round(v / wall, 2) for k, v in used.items()},
             "cpu_us_per_event": {k: round(v / events * 1e6, 1) for k, v in used.items()},
