@@ -279,17 +279,26 @@ def steady(
     pipeline = TimedPipeline(
         config_for(bootstrap, redis_url, topic, f"st{uuid.uuid4().hex[:6]}"), params
     )
-    sim = subprocess.Popen(
-        [sys.executable, "-m", "adr_cli.main", "simulate", "--bootstrap-servers", bootstrap,
-         "--topic", topic, "--arenas", "1000", "--players", str(players), "--rate", str(rate),
-         "--events", str(n), "--seed", "9", "--duplicate-rate", "0.05"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    argv = [sys.executable, "-m", "adr_cli.main", "simulate", "--bootstrap-servers", bootstrap,
+            "--topic", topic, "--arenas", "1000", "--players", str(players), "--rate", str(rate),
+            "--events", str(n), "--seed", "9", "--duplicate-rate", "0.05"]  # fmt: skip
+    sims: list[subprocess.Popen[bytes]] = []
+
+    def done(p: TimedPipeline) -> bool:
+        # The load starts once the consumer holds its partitions: events published while it
+        # joins the group would be a backlog, not the steady state this phase measures.
+        if not sims:
+            if not p.assigned:
+                return False
+            sims.append(
+                subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            )
+        sim = sims[0]
+        return p.applied >= n or (sim.poll() is not None and sim.returncode != 0)
+
     meter = CpuMeter(redis_url, children="simulate")
-    run_pipeline(
-        pipeline, lambda p: p.applied >= n or (sim.poll() is not None and sim.returncode != 0)
-    )
-    sim.wait(60)
+    run_pipeline(pipeline, done)
+    sims[0].wait(60)
     cpu = meter.report(n)
     lat = sorted(pipeline.latencies_ms[len(pipeline.latencies_ms) // 10 :])  # skip warm-up 10%
     q = statistics.quantiles(lat, n=100, method="inclusive")
