@@ -58,11 +58,13 @@ class CpuMeter:
             got[self.children] = usage.ru_utime + usage.ru_stime
         got["machine"], got["stolen"] = _machine_s()
         got["wall"] = time.monotonic()
+        got["major_faults"] = resource.getrusage(resource.RUSAGE_SELF).ru_majflt
         return got
 
     def report(self, events: int) -> dict[str, Any]:
         end = self._sample()
         wall = end["wall"] - self._start["wall"]
+        faults = int(end.pop("major_faults") - self._start["major_faults"])
         used = {k: end[k] - self._start[k] for k in end if k != "wall"}
         used["other"] = used["machine"] - sum(
             v for k, v in used.items() if k not in ("machine", "stolen")
@@ -70,4 +72,5 @@ class CpuMeter:
         return {
             "cores_busy": {k: round(v / wall, 2) for k, v in used.items()},
             "cpu_us_per_event": {k: round(v / events * 1e6, 1) for k, v in used.items()},
+            "consumer_major_page_faults": faults,  # pages this process had to read back in
         }
