@@ -6,8 +6,10 @@ import json
 import logging
 import sys
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Final
 
+REPEAT_INTERVAL_S: Final = 10.0
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 
 
@@ -40,3 +42,38 @@ def setup(level: int = logging.INFO) -> None:
     handler.setFormatter(JsonFormatter())
     root.addHandler(handler)
     root.setLevel(level)
+
+
+class RepeatThrottle(logging.Filter):
+    """Passes the first line of a kind, then at most one per `interval_s`, carrying how many of
+    that kind it held back (`repeated`). Debug lines, asked for explicitly, always pass.
+
+    Meant for the loggers of Kafka clients: while a broker is down librdkafka retries its
+    connection every few tens of milliseconds and reports each failure twice (a log line and an
+    error callback): unthrottled, that is about 40 lines a second for as long as it lasts. A kind
+    is the line's level and template with its first two arguments (librdkafka's facility and
+    client name) and its `code`, if any.
+    """
+
+    def __init__(
+        self, interval_s: float = REPEAT_INTERVAL_S, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        super().__init__()
+        self._interval_s = interval_s
+        self._clock = clock
+        self._kinds: dict[tuple[object, ...], tuple[float, int]] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno <= logging.DEBUG:
+            return True
+        args = record.args if isinstance(record.args, tuple) else ()
+        kind = (record.levelno, record.msg, *args[:2], getattr(record, "code", None))
+        now = self._clock()
+        last, held = self._kinds.get(kind, (float("-inf"), 0))
+        if now - last < self._interval_s:
+            self._kinds[kind] = (last, held + 1)
+            return False
+        self._kinds[kind] = (now, 0)
+        if held:
+            record.repeated = held
+        return True

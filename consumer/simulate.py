@@ -45,6 +45,9 @@ __all__ = [
 ]
 
 log = logging.getLogger("adr.simulate")
+_KAFKA_LOG = logging.getLogger("adr.simulate.kafka")
+"""librdkafka's lines as JSON too; repeats (a broker outage) throttled like the consumer's."""
+_KAFKA_LOG.addFilter(_log.RepeatThrottle())
 
 _FLUSH_TIMEOUT_S = 30.0
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -123,8 +126,7 @@ def _producer(bootstrap: str, topic: str, partitions: int, compression: str) -> 
     from confluent_kafka import KafkaException, Producer
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-    kafka_log = logging.getLogger("adr.simulate.kafka")  # librdkafka's logs as JSON lines too
-    admin_conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": kafka_log}
+    admin_conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _KAFKA_LOG}
     admin = AdminClient(admin_conf)
     if topic not in admin.list_topics(timeout=10).topics:
         futures = admin.create_topics([NewTopic(topic, num_partitions=partitions)])
@@ -136,7 +138,7 @@ def _producer(bootstrap: str, topic: str, partitions: int, compression: str) -> 
     conf: dict[str, Any] = {
         "bootstrap.servers": bootstrap,
         "client.id": "adr-simulate",
-        "logger": kafka_log,
+        "logger": _KAFKA_LOG,
         "enable.idempotence": True,
         "acks": "all",
         "compression.type": compression,

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from consumer._kafka import REPEAT_INTERVAL_S, RepeatThrottle
+from adr_cli.logs import REPEAT_INTERVAL_S, RepeatThrottle
 
 
 class _Clock:
@@ -81,15 +81,19 @@ def test_debug_lines_are_never_throttled() -> None:
     assert all(throttle.filter(line) for line in lines)
 
 
-def test_the_kafka_logger_throttles_an_outage_worth_of_lines(
-    caplog: pytest.LogCaptureFixture,
+@pytest.mark.parametrize("name", ["adr.consumer.kafka", "adr.simulate.kafka"])
+def test_the_kafka_loggers_throttle_an_outage_worth_of_lines(
+    caplog: pytest.LogCaptureFixture, name: str
 ) -> None:
     """200 identical failures in a burst (5 s of librdkafka reconnecting) leave one line."""
-    logger = logging.getLogger("adr.consumer.kafka")
+    import consumer._kafka
+    import consumer.simulate  # noqa: F401  (each attaches the throttle to its Kafka logger)
+
+    logger = logging.getLogger(name)
     assert any(isinstance(f, RepeatThrottle) for f in logger.filters)
     assert REPEAT_INTERVAL_S >= 5
     caplog.set_level(logging.INFO)
     for i in range(200):
         logger.log(logging.ERROR, "%s [%s] %s", "FAIL", "rdkafka#test-1", f"refused ({i}ms)")
-    kept = [r for r in caplog.records if r.name == "adr.consumer.kafka"]
+    kept = [r for r in caplog.records if r.name == name]
     assert len(kept) == 1
