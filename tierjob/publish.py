@@ -7,10 +7,14 @@ newer one: readers of the topic keep the message with the highest `version`.
 
 from __future__ import annotations
 
+import logging
+from typing import Any, Final
+
 import redis
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from adr_cli.logs import RepeatThrottle
 from engine import TIER_LABELS, Params, Snapshot
 from schemas import encode_tier_boundaries, tier_boundaries
 from tierjob import _scripts
@@ -18,6 +22,10 @@ from tierjob._errors import PublishError, TierJobError
 from tierjob._keys import Keys
 from tierjob.population import LeaseLost
 from tierjob.snapshot_codec import encode_snapshot
+
+KAFKA_LOG: Final = logging.getLogger("adr.tierjob.kafka")
+"""librdkafka's own lines, as JSON like every other line of the job, repeats throttled."""
+KAFKA_LOG.addFilter(RepeatThrottle())
 
 
 class SnapshotMovedOn(TierJobError):
@@ -84,12 +92,14 @@ class TopicPublisher:
                 "acks": "all",
                 "linger.ms": 0,
                 "message.timeout.ms": max(1000, int(timeout_s * 1000)),
+                "logger": KAFKA_LOG,
             }
         )
 
     def ensure_topic(self) -> None:
         """Create the topic (one partition, cleanup.policy=compact) unless it exists."""
-        admin = AdminClient({"bootstrap.servers": self._bootstrap})
+        conf: dict[str, Any] = {"bootstrap.servers": self._bootstrap, "logger": KAFKA_LOG}
+        admin = AdminClient(conf)
         new = NewTopic(self.topic, num_partitions=1, config={"cleanup.policy": "compact"})
         future = admin.create_topics([new], operation_timeout=self._timeout)[self.topic]
         try:

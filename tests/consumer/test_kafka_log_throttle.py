@@ -81,13 +81,15 @@ def test_debug_lines_are_never_throttled() -> None:
     assert all(throttle.filter(line) for line in lines)
 
 
-@pytest.mark.parametrize("name", ["adr.consumer.kafka", "adr.simulate.kafka"])
+@pytest.mark.parametrize("name", ["adr.consumer.kafka", "adr.simulate.kafka", "adr.tierjob.kafka"])
 def test_the_kafka_loggers_throttle_an_outage_worth_of_lines(
     caplog: pytest.LogCaptureFixture, name: str
 ) -> None:
     """200 identical failures in a burst (5 s of librdkafka reconnecting) leave one line."""
+    # Each module attaches the throttle to its Kafka logger when imported.
     import consumer._kafka
-    import consumer.simulate  # noqa: F401  (each attaches the throttle to its Kafka logger)
+    import consumer.simulate  # noqa: F401
+    import tierjob.publish  # noqa: F401
 
     logger = logging.getLogger(name)
     assert any(isinstance(f, RepeatThrottle) for f in logger.filters)

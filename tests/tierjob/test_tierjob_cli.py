@@ -160,11 +160,16 @@ def test_two_replicas_publish_once_per_interval(
 
 
 def test_a_broker_outage_still_publishes_to_redis_and_exits_1(
-    capsys, redis_client: redis.Redis, redis_url: str, ns: str
+    capfd, caplog, redis_client: redis.Redis, redis_url: str, ns: str
 ) -> None:  # type: ignore[no-untyped-def]
     argv = ["calibrate", "--redis-url", redis_url, "--bootstrap-servers", "127.0.0.1:1"]
     argv += ["--namespace", ns, "--kafka-timeout", "1.5"]
     assert main(argv) == 1
-    summary = json.loads(capsys.readouterr().out)
+    out, err = capfd.readouterr()
+    summary = json.loads(out)
     assert summary["outcome"] == "published" and summary["topic_error"]
     assert decode_snapshot(redis_client.hgetall(Keys.of(ns).snapshot)) is not None
+    # librdkafka's own lines about the refused connection go through the job's JSON logger
+    # (throttled), not raw to the process's stderr as "%3|<time>|FAIL|...".
+    assert not [line for line in err.splitlines() if line.startswith("%")]
+    assert any(r.name == "adr.tierjob.kafka" for r in caplog.records)
