@@ -4,8 +4,9 @@
 -- below has; the sections follow in order. Every number is a decimal string (Lua numbers are
 -- doubles and would lose int64 digits). Per player the script derives its rank, activity and
 -- active-μ writes from the hash values, so the client sends each value once.
---   1 players  PLAYER_ITEMS per player: id, checked ver ("0" = no hash yet), new ver, then the
---              hash values mu..recent in FIELD order, activity time ("" = none), active "1"|"0"
+--   1 players  one msgpack array (or nothing) of PLAYER_ITEMS per player, all msgpack str: id,
+--              checked ver ("0" = no hash yet), new ver, then the hash values mu..recent in
+--              FIELD order, activity time ("" = none), active "1"|"0"
 --   2 offset checks partition, next|"", ...
 --   3 tier counts label, delta, ...   4 pop deltas: count, sigma_hi, sigma_lo
 --   5 cooldowns key, ts, pxat, ...    6 offsets partition, next, ...
@@ -30,12 +31,13 @@ end
 local function section(s) return bounds[s][1], bounds[s][2] end
 
 local first, last = section(1)
-for i = first, last, PLAYER_ITEMS do
-  if (redis.call('HGET', prefix .. ARGV[i], 'ver') or '0') ~= ARGV[i + 1] then
-    return {1, 'player', prefix .. ARGV[i]}
+local P = {}
+if last >= first then P = cmsgpack.unpack(ARGV[first]) end
+for i = 1, #P, PLAYER_ITEMS do
+  if (redis.call('HGET', prefix .. P[i], 'ver') or '0') ~= P[i + 1] then
+    return {1, 'player', prefix .. P[i]}
   end
 end
-local pfirst, plast = first, last
 first, last = section(2)
 for i = first, last, 2 do
   if (redis.call('HGET', KEYS[1], ARGV[i]) or '') ~= ARGV[i + 1] then
@@ -48,18 +50,18 @@ local function add(t, a, b)
   t[#t + 1] = a
   if b then t[#t + 1] = b end
 end
-for i = pfirst, plast, PLAYER_ITEMS do
-  local id, mu = ARGV[i], ARGV[i + 3]
+for i = 1, #P, PLAYER_ITEMS do
+  local id, mu = P[i], P[i + 3]
   local v = i + 2
-  redis.call('HSET', prefix .. id, FIELD[1], mu, FIELD[2], ARGV[v + 2], FIELD[3], ARGV[v + 3],
-    FIELD[4], ARGV[v + 4], FIELD[5], ARGV[v + 5], FIELD[6], ARGV[v + 6], FIELD[7], ARGV[v + 7],
-    FIELD[8], ARGV[v + 8], FIELD[9], ARGV[v + 9], FIELD[10], ARGV[v + 10],
-    FIELD[11], ARGV[v + 11], FIELD[12], ARGV[v + 12], 'ver', ARGV[i + 2])
-  if ARGV[v + 8] ~= '' then add(lb, mu, id) end
-  local since = ARGV[i + 15]
+  redis.call('HSET', prefix .. id, FIELD[1], mu, FIELD[2], P[v + 2], FIELD[3], P[v + 3],
+    FIELD[4], P[v + 4], FIELD[5], P[v + 5], FIELD[6], P[v + 6], FIELD[7], P[v + 7],
+    FIELD[8], P[v + 8], FIELD[9], P[v + 9], FIELD[10], P[v + 10],
+    FIELD[11], P[v + 11], FIELD[12], P[v + 12], 'ver', P[i + 2])
+  if P[v + 8] ~= '' then add(lb, mu, id) end
+  local since = P[i + 15]
   if since ~= '' then
     add(activity, since, id)
-    if ARGV[i + 16] == '1' then add(active, mu, id) else add(inactive, id) end
+    if P[i + 16] == '1' then add(active, mu, id) else add(inactive, id) end
   end
 end
 

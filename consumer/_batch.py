@@ -11,8 +11,10 @@ import dataclasses
 from collections import Counter
 from typing import Final
 
+import msgspec
+
 from consumer._keys import Keys
-from consumer._redis_codec import player_values, tier_label
+from consumer._redis_codec import script_values, tier_label
 from engine import (
     Params,
     PlayerState,
@@ -60,10 +62,10 @@ class View:
 class Plan:
     """One batch's atomic write: what to check (compare-and-set) and what to write."""
 
-    players: list[str | bytes] = dataclasses.field(default_factory=list)
+    players: list[str | msgspec.Raw] = dataclasses.field(default_factory=list)
     """Per changed player, the 17 items of PLAYER_ITEMS in consumer/_apply.lua: id, checked ver,
-    new ver, the hash values (FIELDS order, without ver), activity time ("" = none), "1" if
-    active else "0"."""
+    new ver, the hash values (FIELDS order, without ver; see `script_values`), activity time
+    ("" = none), "1" if active else "0". The write sends them as one msgpack array."""
     states: dict[str, tuple[PlayerState, int]] = dataclasses.field(default_factory=dict)
     """player -> (state, ver) as the write leaves it, for every player the batch changed."""
     offset_checks: list[tuple[int, int | None]] = dataclasses.field(default_factory=list)
@@ -166,7 +168,7 @@ def _plan_players(plan: Plan, states: dict[str, PlayerState], view: View, params
             continue  # read for the batch but its only events were duplicates
         plan.states[player] = (state, ver + 1)
         out += (player, str(ver), str(ver + 1))
-        out += player_values(state)
+        out += script_values(state)
         since = activity_time(state, params)
         if since is None:
             out += ("", "")

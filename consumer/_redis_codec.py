@@ -31,6 +31,7 @@ _LABEL_BY_TIER: Final = ("", *TIER_LABELS)
 _WINDOW_DECODER: Final = msgspec.msgpack.Decoder(tuple[float, ...])
 _RECENT_DECODER: Final = msgspec.msgpack.Decoder(tuple[int, ...])
 _ENCODER: Final = msgspec.msgpack.Encoder()
+_STR8_HEADS: Final = tuple(bytes((0xD9, size)) for size in range(0x100))
 
 
 def tier_label(tier: int) -> str:
@@ -60,10 +61,10 @@ def decode_player(values: Sequence[Any]) -> tuple[PlayerState, int] | None:
     return state, int(ver)
 
 
-def player_values(state: PlayerState) -> list[str | bytes]:
-    """The hash values of `state` in FIELDS order, without `ver` (what the batch write sends)."""
+def _text_values(state: PlayerState) -> tuple[str, ...]:
+    """The hash values of `state` from mu to h_down (FIELDS order), as text."""
     last_ts = state.last_ts
-    return [
+    return (
         repr(state.mu),
         repr(state.sigma),
         str(state.streak),
@@ -74,9 +75,29 @@ def player_values(state: PlayerState) -> list[str | bytes]:
         _LABEL_BY_TIER[state.tier],
         repr(state.h_up),
         repr(state.h_down),
-        _ENCODER.encode(state.window),
-        _ENCODER.encode(state.recent),
-    ]
+    )
+
+
+def player_values(state: PlayerState) -> list[str | bytes]:
+    """The hash values of `state` in FIELDS order, without `ver`."""
+    return [*_text_values(state), _ENCODER.encode(state.window), _ENCODER.encode(state.recent)]
+
+
+def script_values(state: PlayerState) -> list[str | msgspec.Raw]:
+    """`player_values` as items of the write script's msgpack players section: window and recent
+    become msgpack str holding the same bytes (Redis's cmsgpack cannot read the bin type)."""
+    window, recent = _ENCODER.encode(state.window), _ENCODER.encode(state.recent)
+    return [*_text_values(state), msgpack_str(window), msgpack_str(recent)]
+
+
+def msgpack_str(data: bytes) -> msgspec.Raw:
+    """`data` encoded as a msgpack str (any bytes; nothing checks that they are UTF-8)."""
+    size = len(data)
+    if size < 0x100:
+        return msgspec.Raw(_STR8_HEADS[size] + data)
+    if size < 0x10000:
+        return msgspec.Raw(b"\xda" + size.to_bytes(2, "big") + data)
+    return msgspec.Raw(b"\xdb" + size.to_bytes(4, "big") + data)
 
 
 def encode_player(state: PlayerState, ver: int) -> list[str | bytes]:

@@ -30,8 +30,9 @@ _COMMAND_NAME: Final = (
     is None
     else ("EVALSHA",)
 )
-_OUTBOX: Final = msgspec.msgpack.Encoder()
-"""One outbox entry per batch: `m` = msgpack array of [player, rating-change bytes] pairs."""
+_MSGPACK: Final = msgspec.msgpack.Encoder()
+"""The write's players section (one msgpack array) and its outbox entry (`m` = msgpack array of
+[player, rating-change bytes] pairs)."""
 _SNAPSHOT_FIELDS: Final = ("version", "computed_at", "active_count", "mean_mu_active", "boundaries")
 _BOUNDARY_COUNT: Final = 14
 
@@ -122,13 +123,14 @@ class Store:
             # A pair's key is needed while an accepted event could still fall in its cooldown.
             cooldowns += (key, ts, ts + keep_ms)
         sections: tuple[Sequence[object], ...] = (
-            plan.players,
+            # One argument, not ~17 per player: Redis and the client each spend less per item.
+            [_MSGPACK.encode(plan.players)] if plan.players else [],
             _flat((p, "" if o is None else o) for p, o in plan.offset_checks),
             _flat(plan.tier_counts.items()),
             [plan.count_delta, plan.sigma_hi_delta, plan.sigma_lo_delta],
             cooldowns,
             _flat(plan.offsets),
-            [_OUTBOX.encode(plan.outbox)] if plan.outbox else [],
+            [_MSGPACK.encode(plan.outbox)] if plan.outbox else [],
         )
         keys = (
             self._offsets_key,

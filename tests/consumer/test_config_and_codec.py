@@ -4,17 +4,26 @@ from __future__ import annotations
 
 import argparse
 import logging
+import random
 
 import msgspec
 import pytest
 from confluent_kafka import KafkaException
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from consumer import Config, ConsumerError
 from consumer._kafka import new_consumer
 from consumer._keys import Keys
-from consumer._redis_codec import FIELDS, decode_player, encode_player, tier_label
+from consumer._redis_codec import (
+    FIELDS,
+    decode_player,
+    encode_player,
+    msgpack_str,
+    player_values,
+    script_values,
+    tier_label,
+)
 from consumer.config import add_arguments, from_args
 from engine import TIER_LABELS, Params, PlayerState, new_player
 
@@ -96,6 +105,42 @@ def test_a_player_state_round_trips_through_its_hash_bit_for_bit(**f: object) ->
     back, back_ver = decode_player(values)  # type: ignore[misc]
     assert back == state and back_ver == ver
     assert repr(back) == repr(state)  # bit for bit, -0.0 included
+
+
+_state_fields = {
+    "mu": _floats, "sigma": _floats, "phi": _floats, "pool": _floats, "h_up": _floats,
+    "h_down": _floats, "streak": st.integers(0, 10**6), "n": st.integers(0, 10**9),
+    "last_ts": st.none() | st.integers(0, 2**62), "tier": st.integers(0, len(TIER_LABELS)),
+    "window": st.lists(_floats, max_size=20).map(tuple),
+    "recent": st.lists(st.integers(0, 2**62), max_size=5).map(tuple),
+}  # fmt: skip
+
+
+_UNPACK = "return cmsgpack.unpack(ARGV[1])"
+
+
+# The client is only used for stateless EVALs, so sharing it across examples is fine.
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(state=st.builds(PlayerState, **_state_fields))
+def test_the_write_script_reads_the_same_hash_values_from_its_msgpack_section(
+    redis_client, state: PlayerState
+) -> None:  # type: ignore[no-untyped-def]
+    """What Redis's own cmsgpack makes of `script_values` is, byte for byte, what HSET of
+    `player_values` stores (window and recent travel as msgpack str, not bin)."""
+    read = redis_client.eval(_UNPACK, 0, msgspec.msgpack.encode(script_values(state)))
+    want = [v if isinstance(v, bytes) else v.encode() for v in player_values(state)]
+    assert read == want
+
+
+@pytest.mark.parametrize("size", [0, 1, 255, 256, 65_535, 65_536])
+def test_msgpack_str_of_any_length_reads_back_in_redis_byte_for_byte(
+    redis_client, size: int
+) -> None:  # type: ignore[no-untyped-def]
+    data = random.Random(size).randbytes(size)
+    read = redis_client.eval(_UNPACK, 0, msgspec.msgpack.encode([msgpack_str(data), "x"]))
+    assert read == [data, b"x"]
 
 
 def test_hash_fields_are_what_other_services_read() -> None:

@@ -1,0 +1,343 @@
+# ruff: noqa: E402  (the compiled build must be put first on sys.path before the imports below)
+"""Where Redis spends its CPU on the consumer's atomic batch write (consumer/_apply.lua).
+
+    python bench/redis_write_cost.py                    # 200,000 events, 100,000 players
+    python bench/redis_write_cost.py --events 20000 --players 5000 --repeats 1   # quick
+
+First it rates the events batch by batch as the consumer does (read, rate_batch, write, on a
+real Redis; no Kafka) and keeps every write exactly as it was sent. Then it sends the same
+writes again, each variant into an empty namespace, and reads Redis's own CPU time (INFO cpu)
+around each replay:
+
+- `script`: the shipped script, as sent.
+- `script_arguments_only`: the same call, but the script returns once it has its arguments (the
+  players' msgpack section unpacked): the cost of handing Redis and Lua what to write.
+- `script_without_*`: the script with one part left out (the `ver` checks, the players' state
+  values, the rank and activity sets, the cooldown keys, the outbox entry).
+- `multi_exec`: the same writes as a WATCH / MULTI / EXEC transaction (the `ver` checks as HGET
+  after WATCH), the alternative to a script for a compare-and-set write.
+
+Uses REDIS_URL when set, else starts the local stack (stack/). Prints one JSON object on stdout;
+progress goes to stderr. Figures are Redis CPU µs per event; compare them within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import statistics
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from adr_cli import compiled
+
+BUILD = compiled.activate_once()
+
+import hiredis
+import msgspec
+import redis
+
+import consumer._store as store_module
+from consumer._batch import Accepted, Plan, rate_batch
+from consumer._keys import Keys
+from consumer._store import Store
+from consumer.simulate import SimConfig, generate
+from engine import Params
+from schemas import Limits, decode_kill_event
+
+HOUR_MS = 3_600_000
+BATCH = 1000
+TOPIC = "kill-events"
+SCRIPT = store_module._WRITE
+_FIELD = ("mu", "sigma", "streak", "phi", "pool", "n", "last_ts", "tier", "h_up", "h_down",
+          "window", "recent")  # fmt: skip
+_ITEMS = 17  # per player in Plan.players: id, checked ver, new ver, 12 values, since, active
+
+
+def say(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+class Recorded:
+    """One batch write as the consumer sent it, and the plan it came from."""
+
+    __slots__ = ("events", "packed", "plan")
+
+    def __init__(self, plan: Plan, packed: bytes, events: int) -> None:
+        self.plan = plan
+        self.packed = packed
+        self.events = events
+
+
+def _batches(cfg: SimConfig) -> Iterator[list[Accepted]]:
+    now = time.time_ns() // 1_000_000
+    limits = Limits(max_age_ms=4 * HOUR_MS)
+    batch: list[Accepted] = []
+    for offset, message in enumerate(generate(cfg)):
+        try:
+            event = decode_kill_event(message.value, now, limits)
+        except Exception:  # the generator's malformed messages: dead letters, not writes
+            continue
+        batch.append(Accepted(partition=0, offset=offset, event=event))
+        if len(batch) == BATCH:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def record(client: redis.Redis, namespace: str, cfg: SimConfig, params: Params) -> list[Recorded]:
+    """Rate and write every batch as the consumer does, keeping each write as sent."""
+    keys = Keys(namespace)
+    store = Store(client, keys, TOPIC, params)
+    sent: list[Recorded] = []
+    cooldown_ms, max_age_ms = params.cooldown_ms, 4 * HOUR_MS
+    for batch in _batches(cfg):
+        events = [a.event for a in batch]
+        players = list(dict.fromkeys(p for e in events for p in (e.attacker, e.victim)))
+        pairs = list(dict.fromkeys(keys.cooldown(e.attacker, e.victim) for e in events))
+        view = store.read_view(players, pairs, [0])
+        plan = rate_batch(batch, {0: batch[-1].offset + 1}, view, keys, params)
+        plan.states.clear()  # not needed again: keeps the recording small
+        packed = store._write_command(plan, cooldown_ms, max_age_ms)
+        store.write(plan, cooldown_ms, max_age_ms)
+        sent.append(Recorded(plan, packed, len(batch)))
+        if len(sent) % 50 == 0:
+            say(f"recorded {len(sent)} batches")
+    return sent
+
+
+def _variants() -> dict[str, str]:
+    """The script with parts left out, each checked to differ from the shipped one."""
+    hset = re.search(r"redis\.call\('HSET', prefix \.\. id,.*?P\[i \+ 2\]\)", SCRIPT, re.S)
+    assert hset is not None, "the player HSET moved: update the bench"
+    cuts = {
+        "script_arguments_only": (
+            "P = cmsgpack.unpack(ARGV[first]) end\n",
+            "P = cmsgpack.unpack(ARGV[first]) end\ndo return {0} end\n",
+        ),
+        "script_without_ver_checks": (
+            "if (redis.call('HGET', prefix .. P[i], 'ver') or '0') ~= P[i + 1] then",
+            "if false then",
+        ),
+        # keeps `ver` (the later batches' checks need it): leaves out the 12 state values
+        "script_without_player_values": (
+            hset.group(0),
+            "redis.call('HSET', prefix .. id, 'ver', P[i + 2])",
+        ),
+        "script_without_rank_and_activity_sets": (
+            "bulk('ZADD', KEYS[3], lb)\nbulk('ZADD', KEYS[4], activity)\n"
+            "bulk('ZADD', KEYS[5], active)\nbulk('ZREM', KEYS[5], inactive)",
+            "",
+        ),
+        "script_without_cooldown_keys": (
+            "redis.call('SET', ARGV[i], ARGV[i + 1], 'PXAT', ARGV[i + 2])",
+            "",
+        ),
+        "script_without_outbox_entry": ("redis.call('XADD', KEYS[2], '*', 'm', ARGV[i])", ""),
+    }
+    out = {"script": SCRIPT}
+    for name, (old, new) in cuts.items():
+        assert SCRIPT.count(old) == 1, f"{name}: the script changed: update the bench"
+        out[name] = SCRIPT.replace(old, new)
+    return out
+
+
+def _multi_exec(rec: Recorded, keys: Keys, keep_ms: int) -> tuple[list[bytes], list[bytes]]:
+    """The write as (WATCH + the reads to check, MULTI … EXEC), packed."""
+    pack: Any = hiredis.pack_command
+    plan, offsets_key = rec.plan, keys.offsets(TOPIC)
+    items = [_plain(item) for item in plan.players]
+    player_keys = [keys.player(str(items[i])) for i in range(0, len(items), _ITEMS)]
+    check = [pack(("WATCH", *player_keys, offsets_key))]
+    check += [pack(("HGET", key, "ver")) for key in player_keys]
+    check.append(pack(("HMGET", offsets_key, *([p for p, _ in plan.offset_checks] or [-1]))))
+    write = [pack(("MULTI",))]
+    lb: list[Any] = []
+    activity: list[Any] = []
+    active: list[Any] = []
+    inactive: list[Any] = []
+    for key, i in zip(player_keys, range(0, len(items), _ITEMS), strict=True):
+        player, values = items[i], items[i + 3 : i + 15]
+        fields: list[Any] = ["HSET", key]
+        for field, value in zip(_FIELD, values, strict=True):
+            fields += (field, value)
+        write.append(pack((*fields, "ver", items[i + 2])))
+        if values[7] != "":
+            lb += (values[0], player)
+        if items[i + 15] != "":
+            activity += (items[i + 15], player)
+            if items[i + 16] == "1":
+                active += (values[0], player)
+            else:
+                inactive.append(player)
+    for command, key, members in (("ZADD", keys.lb, lb), ("ZADD", keys.activity, activity),
+                                  ("ZADD", keys.active_mu, active),
+                                  ("ZREM", keys.active_mu, inactive)):  # fmt: skip
+        if members:
+            write.append(pack((command, key, *members)))
+    write += [pack(("HINCRBY", keys.tier_counts, t, d)) for t, d in plan.tier_counts.items()]
+    for field, delta in (("count", plan.count_delta), ("sigma_hi", plan.sigma_hi_delta),
+                         ("sigma_lo", plan.sigma_lo_delta)):  # fmt: skip
+        if delta:
+            write.append(pack(("HINCRBY", keys.pop, field, delta)))
+    write += [pack(("SET", k, ts, "PXAT", ts + keep_ms)) for k, ts in plan.cooldowns]
+    write.append(pack(("HSET", offsets_key, *[x for pair in plan.offsets for x in pair])))
+    if plan.outbox:
+        write.append(
+            pack(("XADD", keys.outbox, "*", "m", store_module._MSGPACK.encode(plan.outbox)))
+        )
+    write.append(pack(("EXEC",)))
+    return check, write
+
+
+def _plain(item: object) -> object:
+    """A players-section item as HSET sends it: msgpack str items (window, recent) unwrapped."""
+    if not isinstance(item, msgspec.Raw):
+        return item
+    data = bytes(memoryview(item))
+    return data[{0xD9: 2, 0xDA: 3, 0xDB: 5}[data[0]] :]
+
+
+def _redis_cpu_s(client: redis.Redis) -> float:
+    info: Any = client.info("cpu")
+    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
+
+
+def _drop(client: redis.Redis, namespace: str) -> None:
+    batch: list[bytes] = []
+    for key in client.scan_iter(match=f"{{{namespace}}}:*", count=5000):
+        batch.append(key)
+        if len(batch) == 5000:
+            client.delete(*batch)
+            batch = []
+    if batch:
+        client.delete(*batch)
+
+
+def _replay(
+    client: redis.Redis,
+    namespace: str,
+    send: Callable[[Any, str], None],
+) -> float:
+    """Redis CPU seconds spent on `send` into a fresh copy of `namespace` (dropped after)."""
+    fresh = f"rw{uuid.uuid4().hex[: len(namespace) - 2]}"
+    conn: Any = client.connection_pool.get_connection()
+    try:
+        before = _redis_cpu_s(client)
+        send(conn, fresh)
+        spent = _redis_cpu_s(client) - before
+    finally:
+        client.connection_pool.release(conn)
+    _drop(client, fresh)
+    return spent
+
+
+def run(client: redis.Redis, recorded: list[Recorded], namespace: str, params: Params,
+        repeats: int) -> dict[str, Any]:  # fmt: skip
+    events = sum(r.events for r in recorded)
+    tag = f"{{{namespace}}}".encode()
+    keep_ms = params.cooldown_ms + 4 * HOUR_MS
+    results: dict[str, list[float]] = {}
+
+    def script_sender(source: str) -> Callable[[Any, str], None]:
+        old_sha = store_module._WRITE_SHA.encode()
+        new_sha = hashlib.sha1(source.encode()).hexdigest().encode()
+        client.script_load(source)
+
+        def send(conn: Any, fresh: str) -> None:
+            new_tag = f"{{{fresh}}}".encode()
+            for rec in recorded:  # same-length namespace: the RESP lengths stay right
+                command = rec.packed.replace(old_sha, new_sha, 1).replace(tag, new_tag)
+                conn.send_packed_command([command])
+                reply = conn.read_response()
+                assert int(reply[0]) == 0, reply
+
+        return send
+
+    def multi_sender(conn: Any, fresh: str) -> None:
+        fresh_keys = Keys(fresh)
+        built = [_multi_exec(rec, fresh_keys, keep_ms) for rec in recorded]  # not measured
+        started = _redis_cpu_s(client)
+        for check, write in built:
+            conn.send_packed_command(check)
+            for _ in check:
+                conn.read_response()
+            conn.send_packed_command(write)
+            replies = [conn.read_response() for _ in write]
+            assert replies[-1] is not None, "EXEC aborted"
+        multi_cpu.append(_redis_cpu_s(client) - started)
+
+    multi_cpu: list[float] = []
+    senders = {name: script_sender(src) for name, src in _variants().items()}
+    for repeat in range(repeats):
+        for name, send in senders.items():
+            results.setdefault(name, []).append(_replay(client, namespace, send))
+        _replay(client, namespace, multi_sender)
+        results.setdefault("multi_exec", []).append(multi_cpu[-1])
+        say(f"replay round {repeat + 1}/{repeats} done")
+    median = {name: statistics.median(v) / events * 1e6 for name, v in results.items()}
+    per_event = {
+        name: {"median": round(median[name], 2), "runs": [round(x / events * 1e6, 2) for x in v]}
+        for name, v in results.items()
+    }
+    parts = {
+        name.removeprefix("script_without_"): round(median["script"] - median[name], 2)
+        for name in median
+        if name.startswith("script_without_")
+    }
+    return {"redis_cpu_us_per_event": per_event, "script_part_us_per_event": parts}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    ap.add_argument("--events", type=int, default=200_000)
+    ap.add_argument("--players", type=int, default=100_000)
+    ap.add_argument("--arenas", type=int, default=1000)
+    ap.add_argument("--repeats", type=int, default=2, help="replays of each variant (median)")
+    args = ap.parse_args()
+    stack = None
+    redis_url = os.environ.get("REDIS_URL")
+    if not redis_url:
+        from stack import LocalStack
+
+        stack = LocalStack()
+        redis_url = stack.redis_url()
+    client = redis.Redis.from_url(redis_url)
+    namespace = f"rw{uuid.uuid4().hex[:8]}"
+    try:
+        params = Params()
+        cfg = SimConfig(arenas=args.arenas, players=args.players, events=args.events, seed=1,
+                        start_ts=time.time_ns() // 1_000_000 - HOUR_MS,
+                        spacing_ms=HOUR_MS / args.events, duplicate_rate=0.05)  # fmt: skip
+        say(f"recording the writes of {args.events} events on {args.players} players")
+        recorded = record(client, namespace, cfg, params)
+        _drop(client, namespace)
+        say(f"replaying {len(recorded)} batch writes")
+        figures = run(client, recorded, namespace, params, args.repeats)
+        out = {
+            "build": BUILD,
+            "events": sum(r.events for r in recorded),
+            "players": args.players,
+            "batches": len(recorded),
+            "events_per_batch": BATCH,
+            **figures,
+        }
+        print(json.dumps(out, indent=2))
+        return 0
+    finally:
+        client.close()
+        if stack is not None:
+            stack.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
