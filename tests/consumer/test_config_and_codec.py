@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import random
 
 import msgspec
@@ -19,6 +20,7 @@ from consumer._redis_codec import (
     FIELDS,
     decode_player,
     encode_player,
+    float_text,
     msgpack_str,
     player_values,
     script_values,
@@ -141,6 +143,20 @@ def test_msgpack_str_of_any_length_reads_back_in_redis_byte_for_byte(
     data = random.Random(size).randbytes(size)
     read = redis_client.eval(_UNPACK, 0, msgspec.msgpack.encode([msgpack_str(data), "x"]))
     assert read == [data, b"x"]
+
+
+@given(x=st.floats(allow_nan=True, allow_infinity=True))
+def test_float_text_is_repr(x: float) -> None:
+    assert float_text(x) == repr(x)
+
+
+@pytest.mark.parametrize(
+    "x",
+    [0.0, -0.0, 1e-4, -1e-4, math.nextafter(1e-4, 0.0), 1e16, math.nextafter(1e16, 0.0), 5e-324,
+     1.7976931348623157e308, 0.1, 1 / 3, 1000.0, 1234.5678, -0.25],
+)  # fmt: skip
+def test_float_text_is_repr_at_the_edges_of_its_fast_range(x: float) -> None:
+    assert float_text(x) == repr(x)
 
 
 def test_hash_fields_are_what_other_services_read() -> None:
