@@ -46,3 +46,25 @@ def test_every_data_file_of_a_package_is_package_data() -> None:
             if not any(fnmatch.fnmatch(rel, g) for g in globs):
                 missing.append(f"{package}/{rel}")
     assert not missing, f"add to [tool.setuptools.package-data]: {missing}"
+
+
+def _stages() -> list[str]:
+    return re.split(r"^FROM\s", (REPO / "Dockerfile").read_text(), flags=re.M)[1:]
+
+
+def _env(stage: str, name: str) -> str | None:
+    found = re.search(rf"\b{name}=(\S+)", stage)
+    return found.group(1) if found else None
+
+
+def test_the_image_runs_the_compiled_build() -> None:
+    """The build stage compiles with mypyc and fails unless `status` says compiled; the final
+    stage carries that environment and points ADR_COMPILED_DIR at the same build."""
+    build, final = _stages()
+    assert "adr_cli.compiled build" in build and "adr_cli.compiled status" in build
+    compiled_dir = _env(build, "ADR_COMPILED_DIR")
+    assert compiled_dir is not None and _env(final, "ADR_COMPILED_DIR") == compiled_dir
+    copied = re.search(r"^COPY --from=\S+ (\S+) (\S+)$", final, re.M)
+    assert copied is not None and copied.group(1) == copied.group(2)
+    assert compiled_dir.startswith(copied.group(1) + "/")
+    assert "gcc" in build and "gcc" not in final
