@@ -77,3 +77,12 @@ class RepeatThrottle(logging.Filter):
         if held:
             record.repeated = held
         return True
+
+
+def kafka_logger(name: str) -> logging.Logger:
+    """The logger a Kafka client's `logger` setting gets: librdkafka's lines as JSON lines like
+    every other, with a RepeatThrottle (attached once, however often this is called)."""
+    logger = logging.getLogger(name)
+    if not any(isinstance(f, RepeatThrottle) for f in logger.filters):
+        logger.addFilter(RepeatThrottle())
+    return logger

@@ -46,6 +46,7 @@ import redis
 import consumer._store as store_module
 from consumer._batch import Accepted, Plan, rate_batch
 from consumer._keys import Keys
+from consumer._redis_codec import FIELDS
 from consumer._store import Store
 from consumer.simulate import SimConfig, generate
 from engine import Params
@@ -55,8 +56,7 @@ HOUR_MS = 3_600_000
 BATCH = 1000
 TOPIC = "kill-events"
 SCRIPT = store_module._WRITE
-_FIELD = ("mu", "sigma", "streak", "phi", "pool", "n", "last_ts", "tier", "h_up", "h_down",
-          "window", "recent")  # fmt: skip
+_FIELD = tuple(field for field in FIELDS if field != "ver")  # the values Plan.players carries
 _ITEMS = 17  # per player in Plan.players: id, checked ver, new ver, 12 values, since, active
 
 

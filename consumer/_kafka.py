@@ -9,10 +9,10 @@ from typing import Final
 
 from confluent_kafka import Consumer, KafkaError, Producer
 
-from adr_cli.logs import RepeatThrottle
+from adr_cli.logs import kafka_logger
 from consumer.config import Config
 
-KAFKA_LOG: Final = logging.getLogger("adr.consumer.kafka")
+KAFKA_LOG: Final = kafka_logger("adr.consumer.kafka")
 """librdkafka's own lines and the clients' error reports, as JSON too, repeats throttled."""
 _MAX_FETCH_WAIT_MS: Final = 100
 _MAX_POLL_INTERVAL_MS: Final = 300_000
@@ -65,6 +65,3 @@ def _debug(config: Config) -> dict[str, str]:
         return {}
     KAFKA_LOG.setLevel(logging.DEBUG)
     return {"debug": config.kafka_debug}
-
-
-KAFKA_LOG.addFilter(RepeatThrottle())

@@ -45,9 +45,7 @@ __all__ = [
 ]
 
 log = logging.getLogger("adr.simulate")
-_KAFKA_LOG = logging.getLogger("adr.simulate.kafka")
-"""librdkafka's lines as JSON too; repeats (a broker outage) throttled like the consumer's."""
-_KAFKA_LOG.addFilter(_log.RepeatThrottle())
+_KAFKA_LOG = _log.kafka_logger("adr.simulate.kafka")
 
 _FLUSH_TIMEOUT_S = 30.0
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

@@ -7,14 +7,13 @@ newer one: readers of the topic keep the message with the highest `version`.
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Final
 
 import redis
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from adr_cli.logs import RepeatThrottle
+from adr_cli.logs import kafka_logger
 from engine import TIER_LABELS, Params, Snapshot
 from schemas import encode_tier_boundaries, tier_boundaries
 from tierjob import _scripts
@@ -23,9 +22,7 @@ from tierjob._keys import Keys
 from tierjob.population import LeaseLost
 from tierjob.snapshot_codec import encode_snapshot
 
-KAFKA_LOG: Final = logging.getLogger("adr.tierjob.kafka")
-"""librdkafka's own lines, as JSON like every other line of the job, repeats throttled."""
-KAFKA_LOG.addFilter(RepeatThrottle())
+KAFKA_LOG: Final = kafka_logger("adr.tierjob.kafka")
 
 
 class SnapshotMovedOn(TierJobError):

@@ -91,31 +91,26 @@ def test_keys_share_the_namespace_hash_tag() -> None:
 _floats = st.floats(allow_nan=False, allow_infinity=False)
 
 
-@given(
+_states = st.builds(
+    PlayerState,
     mu=_floats, sigma=_floats, phi=_floats, pool=_floats, h_up=_floats, h_down=_floats,
     streak=st.integers(0, 10**6), n=st.integers(0, 10**9),
     last_ts=st.none() | st.integers(0, 2**62), tier=st.integers(0, len(TIER_LABELS)),
-    window=st.lists(_floats, max_size=20), recent=st.lists(st.integers(0, 2**62), max_size=5),
-    ver=st.integers(0, 2**62),
+    window=st.lists(_floats, max_size=20).map(tuple),
+    recent=st.lists(st.integers(0, 2**62), max_size=5).map(tuple),
 )  # fmt: skip
-def test_a_player_state_round_trips_through_its_hash_bit_for_bit(**f: object) -> None:
-    ver = f.pop("ver")
-    state = PlayerState(**{**f, "window": tuple(f["window"]), "recent": tuple(f["recent"])})  # type: ignore[arg-type]
-    flat = encode_player(state, ver)  # type: ignore[arg-type]
+
+
+@given(state=_states, ver=st.integers(0, 2**62))
+def test_a_player_state_round_trips_through_its_hash_bit_for_bit(
+    state: PlayerState, ver: int
+) -> None:
+    flat = encode_player(state, ver)
     as_redis = dict(zip(flat[0::2], flat[1::2], strict=True))
     values = [v if isinstance(v, bytes) else v.encode() for v in (as_redis[k] for k in FIELDS)]
     back, back_ver = decode_player(values)  # type: ignore[misc]
     assert back == state and back_ver == ver
     assert repr(back) == repr(state)  # bit for bit, -0.0 included
-
-
-_state_fields = {
-    "mu": _floats, "sigma": _floats, "phi": _floats, "pool": _floats, "h_up": _floats,
-    "h_down": _floats, "streak": st.integers(0, 10**6), "n": st.integers(0, 10**9),
-    "last_ts": st.none() | st.integers(0, 2**62), "tier": st.integers(0, len(TIER_LABELS)),
-    "window": st.lists(_floats, max_size=20).map(tuple),
-    "recent": st.lists(st.integers(0, 2**62), max_size=5).map(tuple),
-}  # fmt: skip
 
 
 _UNPACK = "return cmsgpack.unpack(ARGV[1])"
@@ -125,7 +120,7 @@ _UNPACK = "return cmsgpack.unpack(ARGV[1])"
 @settings(
     max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(state=st.builds(PlayerState, **_state_fields))
+@given(state=_states)
 def test_the_write_script_reads_the_same_hash_values_from_its_msgpack_section(
     redis_client, state: PlayerState
 ) -> None:  # type: ignore[no-untyped-def]
