@@ -38,6 +38,7 @@ from _memory_report import MAX_AGE_MS, report
 from consumer._batch import Accepted, rate_batch
 from consumer._keys import Keys
 from consumer._store import Conflict, Store
+from consumer._writer import Batch
 from engine import Params, take_snapshot
 from schemas import KillEvent
 from tierjob.snapshot_codec import encode_snapshot
@@ -147,11 +148,10 @@ def apply_events(
         next_offsets: dict[int, int] = {}
         for item in chunk:
             next_offsets[item.partition] = item.offset + 1
-        players = list(dict.fromkeys(p for a in chunk for p in (a.event.attacker, a.event.victim)))
-        pairs = list(dict.fromkeys(keys.cooldown(a.event.attacker, a.event.victim) for a in chunk))
+        wanted = Batch(chunk, next_offsets, len(chunk), 0.0, keys)
         while True:  # as consumer.pipeline: recompute on a conflict (here: an expired key)
             t0 = time.perf_counter()
-            view = store.read_view(players, pairs, list(next_offsets))
+            view = store.read_view(wanted.players, wanted.pairs, wanted.partitions)
             t1 = time.perf_counter()
             plan = rate_batch(chunk, next_offsets, view, keys, params)
             t2 = time.perf_counter()

@@ -48,6 +48,7 @@ from consumer._batch import Accepted, Plan, rate_batch
 from consumer._keys import Keys
 from consumer._redis_codec import FIELDS
 from consumer._store import Store
+from consumer._writer import Batch
 from consumer.simulate import SimConfig, generate
 from engine import Params
 from schemas import Limits, decode_kill_event
@@ -99,11 +100,9 @@ def record(client: redis.Redis, namespace: str, cfg: SimConfig, params: Params) 
     sent: list[Recorded] = []
     cooldown_ms, max_age_ms = params.cooldown_ms, 4 * HOUR_MS
     for batch in _batches(cfg):
-        events = [a.event for a in batch]
-        players = list(dict.fromkeys(p for e in events for p in (e.attacker, e.victim)))
-        pairs = list(dict.fromkeys(keys.cooldown(e.attacker, e.victim) for e in events))
-        view = store.read_view(players, pairs, [0])
-        plan = rate_batch(batch, {0: batch[-1].offset + 1}, view, keys, params)
+        wanted = Batch(batch, {0: batch[-1].offset + 1}, len(batch), 0.0, keys)
+        view = store.read_view(wanted.players, wanted.pairs, wanted.partitions)
+        plan = rate_batch(batch, wanted.next_offsets, view, keys, params)
         plan.states.clear()  # not needed again: keeps the recording small
         packed = store._write_command(plan, cooldown_ms, max_age_ms)
         store.write(plan, cooldown_ms, max_age_ms)
