@@ -21,7 +21,7 @@ import redis
 from confluent_kafka import KafkaException
 
 from adr_cli import logs as _log
-from runtime import RuntimeConfigError, redact_text
+from runtime import RuntimeConfigError, connect, redact_text
 from tierjob._errors import TierJobError
 from tierjob.calibration import CalibrationResult, Calibrator
 from tierjob.config import Config, from_args
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
     except (KafkaException, RuntimeConfigError) as exc:  # librdkafka refused a setting
         print(f"adr calibrate: bad Kafka configuration: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_USAGE
-    client = redis.Redis.from_url(config.redis_url)
+    client = connect(config.redis_url, config.namespace)
     calibrator = Calibrator(client, config, topic)
     try:
         if config.every is None:
