@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
                 )
                 failed = True
                 continue
-            state = _describe(admin, [spec])[spec.name]
+            state = _describe_created(admin, spec)
             status = "created"
         found = problems(spec, state, args.consumer_replicas)
         if found:
@@ -195,6 +195,18 @@ def _describe(admin: Any, wanted: list[TopicSpec]) -> dict[str, TopicState]:
             config={key: str(entry.value) for key, entry in entries.items()},
         )
     return states
+
+
+def _describe_created(admin: Any, spec: TopicSpec) -> TopicState | None:
+    """The new topic's state, once the broker's metadata lists it (it lags the create reply)."""
+    import time
+
+    deadline = time.monotonic() + _TIMEOUT_S
+    while True:
+        state = _describe(admin, [spec]).get(spec.name)
+        if state is not None or time.monotonic() > deadline:
+            return state
+        time.sleep(0.1)
 
 
 def _create(admin: Any, spec: TopicSpec) -> str:

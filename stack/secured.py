@@ -12,7 +12,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from stack._errors import StackError
 from stack._ports import LOOPBACK, free_port
@@ -251,3 +251,92 @@ __all__ = [
     "plain_redis",
     "tls_redis",
 ]
+
+
+@dataclass
+class SecuredBroker:
+    """A single-node broker with three client listeners: PLAINTEXT (set-up only: SCRAM users,
+    readiness), SASL_SSL with SCRAM-SHA-256 and SSL with required client certificates (mutual
+    TLS). The server certificate is signed by `certs.ca`."""
+
+    workdir: Path
+    certs: Certificates
+    sasl_port: int = field(default_factory=free_port)
+    mtls_port: int = field(default_factory=free_port)
+    broker: Any = None
+
+    def start(self) -> None:
+        from stack._kafka import KafkaBroker
+
+        bundle = self.workdir / "server-keystore.pem"
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        bundle.write_text(self.certs.server_key.read_text() + self.certs.server_cert.read_text())
+        self.broker = KafkaBroker(self.workdir / "kafka")
+        sasl = f"SASL_SSL://{LOOPBACK}:{self.sasl_port}"
+        mtls = f"SSL://{LOOPBACK}:{self.mtls_port}"
+        scram = "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+        self.broker.extra_config = {
+            "listener.security.protocol.map": (
+                "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL"
+            ),
+            "listener.name.sasl_ssl.sasl.enabled.mechanisms": "SCRAM-SHA-256",
+            "listener.name.sasl_ssl.scram-sha-256.sasl.jaas.config": scram,
+            "sasl.enabled.mechanisms": "SCRAM-SHA-256",
+            "listener.name.ssl.ssl.client.auth": "required",
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.location": str(bundle),
+            "ssl.truststore.type": "PEM",
+            "ssl.truststore.location": str(self.certs.ca),
+        }
+        self.broker.extra_listeners = (sasl, mtls)
+        self.broker.start()
+
+    @property
+    def plaintext(self) -> str:
+        return str(self.broker.bootstrap)
+
+    @property
+    def sasl_bootstrap(self) -> str:
+        return f"{LOOPBACK}:{self.sasl_port}"
+
+    @property
+    def mtls_bootstrap(self) -> str:
+        return f"{LOOPBACK}:{self.mtls_port}"
+
+    def add_scram_user(self, user: str, password: str) -> None:
+        """A SCRAM-SHA-256 credential, through the admin API on the PLAINTEXT listener."""
+        from confluent_kafka.admin import (  # type: ignore[attr-defined]
+            AdminClient,
+            ScramCredentialInfo,
+            ScramMechanism,
+            UserScramCredentialUpsertion,
+        )
+
+        admin = AdminClient({"bootstrap.servers": self.plaintext})
+        info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
+        upsert = UserScramCredentialUpsertion(user, info, password.encode())
+        for future in admin.alter_user_scram_credentials([upsert]).values():
+            future.result(timeout=30)
+
+    def sasl_settings(self, user: str, password: str) -> dict[str, str]:
+        """librdkafka settings for the SASL_SSL listener."""
+        return {
+            "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.username": user,
+            "sasl.password": password,
+            "ssl.ca.location": str(self.certs.ca),
+        }
+
+    def mtls_settings(self) -> dict[str, str]:
+        """librdkafka settings for the mutual-TLS listener."""
+        return {
+            "security.protocol": "SSL",
+            "ssl.ca.location": str(self.certs.ca),
+            "ssl.certificate.location": str(self.certs.client_cert),
+            "ssl.key.location": str(self.certs.client_key),
+        }
+
+    def stop(self) -> None:
+        if self.broker is not None:
+            self.broker.stop()
