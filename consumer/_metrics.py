@@ -75,6 +75,12 @@ class Metrics:
         self.swallowed = Counter(
             "adr_errors_swallowed", "errors handled by retrying or skipping", ["where"], registry=r
         )
+        self.redis_refused = Counter(
+            "adr_redis_refused",
+            "Redis commands refused and retried (OOM, READONLY, BUSY, WRONGTYPE, ...)",
+            ["code"],
+            registry=r,
+        )
         self.last_tick = time.monotonic()
         self.ready_flags: dict[str, bool] = {"assigned": False, "redis": False, "broker": False}
 
