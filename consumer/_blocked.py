@@ -63,6 +63,8 @@ class Blocked:
     def stop(self, kafka: Consumer, stops: dict[int, Stop]) -> None:
         """Stop each partition at its Stop; then settle the partitions whose stopped message
         was delivered this time."""
+        if not stops and not self._blocks:
+            return
         now = time.monotonic()
         for partition, stop in stops.items():
             old = self._blocks.get(partition)

@@ -43,6 +43,7 @@ raising it is the fix an operator can make."""
 _METADATA_TIMEOUT_S: Final = 5.0
 _WAIT_STEP_S: Final = 0.2
 _LOG_WAIT_EVERY_S: Final = 10.0
+_NO_TOPIC: Final = "the broker has no such topic"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -107,8 +108,10 @@ class DeadLetters:
         """
         if not rejected:
             return {}
-        if self._missing and self._topic_missing():
-            return self._stops([(m, "topic_missing", "topic does not exist") for m, _ in rejected])
+        if self._missing:
+            self._missing = self._topic_missing()
+            if self._missing:  # still: fail at once, do not wait for the timeout again
+                return self._stops([(m, "topic_missing", _NO_TOPIC) for m, _ in rejected])
         failed = self._deliver(rejected, tick)
         if len(failed) > 1 and any(reason == "too_large" for _, reason, _ in failed):
             # The broker refuses a whole batch of copies for one that is too large: send the
@@ -118,7 +121,7 @@ class DeadLetters:
         if failed and any(reason == "timed_out" for _, reason, _ in failed):
             self._missing = self._topic_missing()
             if self._missing:
-                failed = [(m, "topic_missing", "topic does not exist") for m, _, _ in failed]
+                failed = [(m, "topic_missing", _NO_TOPIC) for m, _, _ in failed]
         return self._stops(failed)
 
     def _deliver(

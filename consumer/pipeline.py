@@ -182,7 +182,11 @@ class Pipeline:
         """One batch through every stage. Its atomic write is held back and sent with the next
         batch's read, so that the next batch is rated while Redis runs this one's write; it is
         confirmed (commit, emit) before the next write is sent. A batch with no successor
-        within one poll is written at once (see "Pipelining" in consumer/README.md)."""
+        within one poll is written at once (see "Pipelining" in consumer/README.md).
+
+        Rejected messages are copied to the dead-letter topic first; a partition with a copy the
+        broker did not acknowledge stops at that message (consumer/_blocked.py): nothing at or
+        after it is applied, so its stored offset stays there."""
         started = time.perf_counter()
         good = self._keep_data(messages)
         if not good or self._fatal:
