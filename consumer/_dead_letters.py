@@ -116,7 +116,8 @@ class DeadLetters:
         if len(failed) > 1 and any(reason == "too_large" for _, reason, _ in failed):
             # The broker refuses a whole batch of copies for one that is too large: send the
             # refused ones one at a time, so that only a copy that is itself too large stops.
-            again = [(m, r) for m, r in rejected if any(m is f for f, _, _ in failed)]
+            refused = {id(m) for m, _, _ in failed}
+            again = [(m, r) for m, r in rejected if id(m) in refused]
             failed = [f for item in again for f in self._deliver([item], tick)]
         if failed and any(reason == "timed_out" for _, reason, _ in failed):
             self._missing = self._topic_missing()
