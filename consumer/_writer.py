@@ -12,11 +12,13 @@ import logging
 import time
 from typing import NamedTuple
 
+import redis
+
 from consumer._batch import Accepted, Plan, rate_batch
 from consumer._cache import Overlay, StateCache
 from consumer._keys import Keys
 from consumer._metrics import Metrics
-from consumer._retry import REDIS_DOWN, RedisRetry
+from consumer._retry import RedisRetry, refusal, retriable
 from consumer._store import Conflict, PendingWrite, Store
 from engine import Params
 
@@ -99,7 +101,9 @@ class Writer:
                 self._params.cooldown_ms,
                 self._max_age_ms,
             )
-        except REDIS_DOWN as exc:
+        except redis.RedisError as exc:
+            if not retriable(exc):
+                raise
             self._redis_failed(exc)  # whether the write ran is unknown: the redo finds out
             return None, self.write(ahead.batch, None)
         # What Redis holds once the write ahead has run: its players, pairs, offsets, S and P.
@@ -141,7 +145,9 @@ class Writer:
         except Conflict as exc:
             self._conflict(ahead.batch, exc)
             return False
-        except REDIS_DOWN as exc:
+        except redis.RedisError as exc:
+            if not retriable(exc):
+                raise
             self._redis_failed(exc)
             self._cache.forget(ahead.batch.players)
             return False
@@ -161,4 +167,10 @@ class Writer:
     def _redis_failed(self, exc: Exception) -> None:
         self._metrics.ready_flags["redis"] = False
         self._metrics.swallowed.labels("redis_write").inc()
-        log.warning("redis failed under a write, redoing its batch", extra={"error": str(exc)})
+        code = refusal(exc)
+        if code is not None:
+            self._metrics.redis_refused.labels(code).inc()
+        log.warning(
+            "redis failed under a write, redoing its batch",
+            extra={"error": str(exc), "code": code or "unavailable"},
+        )

@@ -41,6 +41,9 @@ class Config:
     """librdkafka debug contexts (e.g. `cgrp,topic,fetch`), logged as JSON lines; empty: off."""
     rating_topic: str = "rating-changes"
     dlq_topic: str = "kill-events-dlq"
+    dead_letter_timeout_ms: int = 30_000
+    """How long the broker has to acknowledge a dead letter; one it did not take by then stops
+    its partition at that message until a retry delivers it (consumer/_blocked.py)."""
     batch_size: int = 1000
     batch_wait_ms: int = 50
     """How long one read waits for a batch to fill; bounds the latency a quiet topic adds."""
@@ -76,6 +79,8 @@ class Config:
             raise ConsumerError("state_cache_players must be >= 0")
         if self.batch_wait_ms < 0 or self.max_age_ms < 0 or self.max_future_ms < 0:
             raise ConsumerError("durations must be >= 0")
+        if self.dead_letter_timeout_ms < 1:
+            raise ConsumerError("dead_letter_timeout_ms must be >= 1 (0 would wait forever)")
         if not self.namespace or "{" in self.namespace or "}" in self.namespace:
             raise ConsumerError(f"bad namespace {self.namespace!r}")
 
@@ -92,6 +97,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "kafka_debug": ("ADR_KAFKA_DEBUG", str),
     "rating_topic": ("ADR_RATING_TOPIC", str),
     "dlq_topic": ("ADR_DLQ_TOPIC", str),
+    "dead_letter_timeout_ms": ("ADR_DEAD_LETTER_TIMEOUT_MS", int),
     "batch_size": ("ADR_BATCH_SIZE", int),
     "batch_wait_ms": ("ADR_BATCH_WAIT_MS", int),
     "max_age_ms": ("ADR_MAX_AGE_MS", int),
