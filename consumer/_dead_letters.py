@@ -56,20 +56,17 @@ class Stop:
 
 
 def new_dead_letter_producer(config: Config, on_error: Callable[[KafkaError], None]) -> Producer:
-    return Producer(
-        {
-            "bootstrap.servers": config.bootstrap_servers,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 5,
-            # A report within this long, delivered or not: an undeliverable copy stops its
-            # partition with a reason instead of holding every partition in an endless wait.
-            "message.timeout.ms": config.dead_letter_timeout_ms,
-            "message.max.bytes": _MAX_MESSAGE_BYTES,
-            "error_cb": on_error,
-            "logger": KAFKA_LOG,
-        }
-    )
+    ours: dict[str, object] = {"linger.ms": 5, "message.max.bytes": _MAX_MESSAGE_BYTES}
+    guarded: dict[str, object] = {
+        "bootstrap.servers": config.bootstrap_servers,
+        "enable.idempotence": True,
+        "acks": "all",
+        # A report within this long, delivered or not: an undeliverable copy stops its
+        # partition with a reason instead of holding every partition in an endless wait.
+        "message.timeout.ms": config.dead_letter_timeout_ms,
+    }
+    settings = config.kafka.apply(ours, guarded)
+    return Producer({**settings, "error_cb": on_error, "logger": KAFKA_LOG})
 
 
 class DeadLetters:
