@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
+from runtime import redact_text
+
 REPEAT_INTERVAL_S: Final = 10.0
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 
@@ -29,7 +31,9 @@ class JsonFormatter(logging.Formatter):
                 out[key] = value
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
-        return json.dumps(out, default=str)
+        # The last line of defence: a URL or setting with a password that reached a log call
+        # (an exception's text, say) leaves the process masked.
+        return redact_text(json.dumps(out, default=str))
 
 
 def setup(level: int = logging.INFO) -> None:
