@@ -72,6 +72,11 @@ class Metrics:
             "adr_outbox_backlog", "outbox entries (one per batch) not yet relayed", registry=r
         )
         self.rebalances = Counter("adr_rebalances", "partition assignments", registry=r)
+        self.redis_rewinds = Counter(
+            "adr_redis_rewinds",
+            "times Redis held less than it had acknowledged and the partitions were re-read",
+            registry=r,
+        )
         self.swallowed = Counter(
             "adr_errors_swallowed", "errors handled by retrying or skipping", ["where"], registry=r
         )

@@ -4,6 +4,10 @@ A rated batch's write is sent right behind the next batch's read, on one connect
 answers the read and then runs the write while the next batch is rated on top of it (consumer/
 README.md, "Pipelining and the state cache"). A write that did not apply as computed (another
 instance changed a player or an offset, or Redis failed under it) is redone from a fresh read.
+
+Every read also checks that Redis still holds, for each partition this instance applies, at
+least the next offset it last wrote there: a lower one means Redis lost acknowledged writes, and
+`RedisBehind` tells the pipeline to go back to the stored offsets (consumer/README.md).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import NamedTuple
 
 from consumer._batch import Accepted, Plan, rate_batch
 from consumer._cache import Overlay, StateCache
+from consumer._errors import RedisBehind
 from consumer._keys import Keys
 from consumer._metrics import Metrics
 from consumer._retry import REDIS_DOWN, RedisRetry
@@ -73,13 +78,32 @@ class Writer:
         self._max_age_ms = max_age_ms
         self._metrics = metrics
         self._retry = retry
+        self.confirmed: dict[int, int] = {}
+        """partition -> the next offset Redis acknowledged for it, as this instance last read or
+        wrote it (set on assignment, advanced by each write). Redis holding less: RedisBehind."""
 
     def rate(self, batch: Batch) -> Plan:
         """Dedup and rate `batch` on a fresh read (players in the cache are not read)."""
         view = self._store.read_view(
-            batch.players, batch.pairs, batch.partitions, self._cache.entries
+            batch.players, batch.pairs, self._watched(batch), self._cache.entries
         )
+        self.check(view.offsets)
         return rate_batch(batch.accepted, batch.next_offsets, view, self._keys, self._params)
+
+    def check(self, stored: dict[int, int | None]) -> None:
+        """RedisBehind if Redis holds a lower next offset than confirmed for a partition."""
+        confirmed = self.confirmed
+        for partition, offset in stored.items():
+            floor = confirmed.get(partition)
+            if floor is not None and (offset is None or offset < floor):
+                raise RedisBehind(partition, offset, floor)
+
+    def _watched(self, batch: Batch) -> list[int]:
+        """The batch's partitions and every other one this instance applies: one read checks
+        them all, so a loss shows at the next read whichever partitions the batch holds."""
+        if len(self.confirmed) <= len(batch.partitions):
+            return batch.partitions
+        return list(dict.fromkeys([*batch.partitions, *self.confirmed]))
 
     def rate_behind(self, batch: Batch, ahead: Ready) -> tuple[Plan | None, Plan]:
         """Send `ahead`'s write right behind `batch`'s read, rate `batch` on top of what the
@@ -93,7 +117,7 @@ class Writer:
             view, write = self._store.read_view_then_write(
                 batch.players,
                 batch.pairs,
-                batch.partitions,
+                self._watched(batch),
                 Overlay(plan.states, self._cache),
                 plan,
                 self._params.cooldown_ms,
@@ -102,6 +126,11 @@ class Writer:
         except REDIS_DOWN as exc:
             self._redis_failed(exc)  # whether the write ran is unknown: the redo finds out
             return None, self.write(ahead.batch, None)
+        try:
+            self.check(view.offsets)  # read before the write ahead: confirmed is still due
+        except RedisBehind:
+            self._settle(write)
+            raise
         # What Redis holds once the write ahead has run: its players, pairs, offsets, S and P.
         view.cooldowns.update(plan.cooldowns)
         view.offsets.update(plan.offsets)
@@ -148,10 +177,19 @@ class Writer:
         self._applied(ahead.plan, started)
         return True
 
+    def _settle(self, write: PendingWrite) -> None:
+        """Wait for a write whose outcome no longer matters (the caller re-reads everything),
+        so that its reply does not stay on the connection."""
+        try:
+            write.result()
+        except (Conflict, *REDIS_DOWN):
+            pass
+
     def _applied(self, plan: Plan, started: float) -> None:
         self._metrics.redis_write.observe(time.perf_counter() - started)
         self._metrics.ready_flags["redis"] = True
         self._cache.store(plan.states)
+        self.confirmed.update(plan.offsets)
 
     def _conflict(self, batch: Batch, exc: Conflict) -> None:
         self._cache.forget(batch.players)

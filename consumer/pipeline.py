@@ -30,11 +30,12 @@ from adr_cli import compiled
 from consumer._batch import Accepted, Plan
 from consumer._cache import StateCache
 from consumer._collector import Collector
+from consumer._errors import RedisBehind
 from consumer._kafka import KAFKA_LOG, is_fatal, new_consumer, new_producer
 from consumer._keys import Keys
 from consumer._metrics import Metrics, serve
 from consumer._relay import Relay
-from consumer._retry import RedisRetry
+from consumer._retry import REDIS_DOWN, RedisRetry
 from consumer._store import Store
 from consumer._writer import Batch, Ready, Writer
 from consumer.config import Config
@@ -105,6 +106,7 @@ class Pipeline:
                 log.warning("closing a failed client", extra={"error": str(exc)})
         self.assigned.clear()
         self.positions.clear()
+        self.writer.confirmed.clear()
         self.kafka = new_consumer(self.config, self._on_kafka_error)
         self.producer = new_producer(self.config, self._on_kafka_error)
         self.relay.use_producer(self.producer)
@@ -184,18 +186,67 @@ class Pipeline:
         batch = Batch(accepted, next_offsets, len(good), started, self.keys)
         ahead, self._ready = self._ready, None
         plan = None
-        if ahead is not None:
-            plan, written = self.writer.rate_behind(batch, ahead)
-            self._confirmed(ahead.batch, written)
-        if plan is None:
-            plan = self._retry(lambda: self.writer.rate(batch), "read")
+        try:
+            if ahead is not None:
+                plan, written = self.writer.rate_behind(batch, ahead)
+                self._confirmed(ahead.batch, written)
+            if plan is None:
+                plan = self._retry(lambda: self.writer.rate(batch), "read")
+        except RedisBehind as exc:
+            self._rewind(exc)  # this batch (and the one ahead) come again from the log
+            return
         self._ready = Ready(batch, plan)
 
     def flush(self) -> None:
         """Write and confirm the batch held back, if any."""
         ahead, self._ready = self._ready, None
         if ahead is not None:
-            self._confirmed(ahead.batch, self.writer.write(ahead.batch, ahead.plan))
+            try:
+                self._confirmed(ahead.batch, self.writer.write(ahead.batch, ahead.plan))
+            except RedisBehind as exc:
+                self._rewind(exc)
+
+    def _rewind(self, exc: RedisBehind) -> None:
+        """Redis lost writes it had acknowledged and holds an earlier, consistent state (the
+        script writes the state and the offsets together): drop what was computed on the lost
+        state and read every partition again from the offsets Redis holds now."""
+        log.error(
+            "redis holds less than it acknowledged, rewinding to its stored offsets",
+            extra={"partition": exc.partition, "stored": exc.stored, "confirmed": exc.confirmed},
+        )
+        self.metrics.redis_rewinds.inc()
+        self._ready = None
+        self.cache.clear()
+        partitions = sorted(self.assigned)
+        stored = self._retry(lambda: self.store.read_offsets(partitions), "read offsets")
+        for partition in partitions:
+            offset = stored.get(partition)
+            self._start_at(partition, offset)
+            self.kafka.seek(
+                TopicPartition(
+                    self.config.topic, partition, OFFSET_BEGINNING if offset is None else offset
+                )
+            )
+
+    def _start_at(self, partition: int, offset: int | None) -> None:
+        """Redis holds `offset` (None: nothing) as the partition's next: apply from there."""
+        self.positions.pop(partition, None)
+        self.writer.confirmed.pop(partition, None)
+        if offset is not None:
+            self.positions[partition] = offset
+            self.writer.confirmed[partition] = offset
+
+    def _check_stored(self) -> None:
+        """Between batches (a quiet topic): does Redis still hold what this instance wrote?"""
+        if self._ready is not None or not self.writer.confirmed:
+            return
+        partitions = list(self.writer.confirmed)
+        try:
+            self.writer.check(self.store.read_offsets(partitions))
+        except RedisBehind as exc:
+            self._rewind(exc)
+        except REDIS_DOWN:
+            self.metrics.swallowed.labels("redis_offset_check").inc()
 
     def _confirmed(self, batch: Batch, plan: Plan) -> None:
         """The batch is in Redis: move on, commit, count it, and relay what is confirmed (Redis
@@ -301,6 +352,7 @@ class Pipeline:
         for tp in partitions:
             offset = stored.get(tp.partition)
             tp.offset = OFFSET_BEGINNING if offset is None else offset
+            self._start_at(tp.partition, offset)
         consumer.assign(partitions)
         self.assigned = {tp.partition for tp in partitions}
         self.metrics.rebalances.inc()
@@ -318,6 +370,7 @@ class Pipeline:
         for tp in partitions:
             self.assigned.discard(tp.partition)
             self.positions.pop(tp.partition, None)
+            self.writer.confirmed.pop(tp.partition, None)
             with contextlib.suppress(KeyError):  # never reported
                 self.metrics.lag.remove(str(tp.partition))
 
@@ -326,6 +379,7 @@ class Pipeline:
         if now < self._next_lag:
             return
         self._next_lag = now + _LAG_EVERY_S
+        self._check_stored()
         for partition in self.assigned:
             position = self.positions.get(partition)
             if position is None:
