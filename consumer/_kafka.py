@@ -34,7 +34,9 @@ def new_consumer(config: Config, on_error: Callable[[KafkaError], None]) -> Cons
             "group.id": config.group,
             "session.timeout.ms": config.session_timeout_ms,
             "enable.auto.commit": False,  # Redis holds the offsets; Kafka's follow for dashboards
-            "auto.offset.reset": "earliest",
+            # An offset outside the log is reported (the partition is held), never reset: a
+            # first read starts at OFFSET_BEGINNING explicitly (consumer/_log_range.py).
+            "auto.offset.reset": "error",
             "enable.partition.eof": False,
             "error_cb": on_error,
             "logger": KAFKA_LOG,

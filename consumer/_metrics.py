@@ -72,6 +72,12 @@ class Metrics:
             "adr_outbox_backlog", "outbox entries (one per batch) not yet relayed", registry=r
         )
         self.rebalances = Counter("adr_rebalances", "partition assignments", registry=r)
+        self.partition_held = Gauge(
+            "adr_partition_held",
+            "1 while the partition is not read: its stored offset lies outside the log",
+            ["partition"],
+            registry=r,
+        )
         self.redis_rewinds = Counter(
             "adr_redis_rewinds",
             "times Redis held less than it had acknowledged and the partitions were re-read",

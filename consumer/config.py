@@ -45,6 +45,8 @@ class Config:
     """Player states kept in memory between batches (0: read every player each batch)."""
     outbox_claim_idle_ms: int = 10_000
     """An outbox entry read by a relay that then died is re-sent after this long."""
+    held_recheck_ms: int = 5_000
+    """How often a partition held for a stored offset outside the log is checked again."""
     backoff_initial_s: float = 0.1
     backoff_max_s: float = 5.0
     instance_id: str = dataclasses.field(
@@ -58,7 +60,7 @@ class Config:
             raise ConsumerError("batch sizes must be >= 1")
         if self.state_cache_players < 0:
             raise ConsumerError("state_cache_players must be >= 0")
-        if self.batch_wait_ms < 0 or self.max_age_ms < 0 or self.max_future_ms < 0:
+        if min(self.batch_wait_ms, self.max_age_ms, self.max_future_ms, self.held_recheck_ms) < 0:
             raise ConsumerError("durations must be >= 0")
         if not self.namespace or "{" in self.namespace or "}" in self.namespace:
             raise ConsumerError(f"bad namespace {self.namespace!r}")
@@ -85,6 +87,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "relay_batch": ("ADR_RELAY_BATCH", int),
     "state_cache_players": ("ADR_STATE_CACHE_PLAYERS", int),
     "outbox_claim_idle_ms": ("ADR_OUTBOX_CLAIM_IDLE_MS", int),
+    "held_recheck_ms": ("ADR_HELD_RECHECK_MS", int),
     "instance_id": ("ADR_INSTANCE_ID", str),
 }
 

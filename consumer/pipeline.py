@@ -33,6 +33,7 @@ from consumer._collector import Collector
 from consumer._errors import RedisBehind
 from consumer._kafka import KAFKA_LOG, is_fatal, new_consumer, new_producer
 from consumer._keys import Keys
+from consumer._log_range import LogRange
 from consumer._metrics import Metrics, serve
 from consumer._relay import Relay
 from consumer._retry import REDIS_DOWN, RedisRetry
@@ -80,6 +81,7 @@ class Pipeline:
             config.outbox_claim_idle_ms,
             self.metrics,
         )
+        self.log_range = LogRange(config.topic, self.metrics, config.held_recheck_ms / 1000)
         self.assigned: set[int] = set()
         self.positions: dict[int, int] = {}
         self._stopping = False
@@ -107,6 +109,8 @@ class Pipeline:
         self.assigned.clear()
         self.positions.clear()
         self.writer.confirmed.clear()
+        for partition in list(self.log_range.held):
+            self.log_range.forget(partition)
         self.kafka = new_consumer(self.config, self._on_kafka_error)
         self.producer = new_producer(self.config, self._on_kafka_error)
         self.relay.use_producer(self.producer)
@@ -236,6 +240,26 @@ class Pipeline:
             self.positions[partition] = offset
             self.writer.confirmed[partition] = offset
 
+    def _recheck_held(self) -> None:
+        """Read a held partition again once its stored offset lies inside the log (an operator
+        set it there, or the log grew back past it): docs/operations.md, "AdrPartitionHeld"."""
+        if not self.log_range.due():
+            return
+        held = sorted(self.log_range.held)
+        try:
+            stored = self.store.read_offsets(held)
+        except REDIS_DOWN:
+            self.metrics.swallowed.labels("redis_offset_check").inc()
+            return
+        for partition in held:
+            offset = stored.get(partition)
+            why = self.log_range.outside(self.kafka, partition, offset)
+            if why is None:
+                self._start_at(partition, offset)
+                self.log_range.release(self.kafka, partition, offset)
+            else:
+                self.log_range.hold(self.kafka, partition, why)
+
     def _check_stored(self) -> None:
         """Between batches (a quiet topic): does Redis still hold what this instance wrote?"""
         if self._ready is not None or not self.writer.confirmed:
@@ -270,6 +294,9 @@ class Pipeline:
             else:
                 if is_fatal(err):
                     self._fatal = True
+                elif err.code() == KafkaError._AUTO_OFFSET_RESET and m.partition() is not None:
+                    # the position fell outside the log while reading (retention, truncation)
+                    self.log_range.hold(self.kafka, cast(int, m.partition()), str(err))
                 self.metrics.swallowed.labels("kafka_consume").inc()
                 log.warning("kafka consume error", extra={"error": str(err)})
         if good:
@@ -349,11 +376,17 @@ class Pipeline:
         stored = self._retry(
             lambda: self.store.read_offsets([tp.partition for tp in partitions]), "read offsets"
         )
+        held = {}
         for tp in partitions:
             offset = stored.get(tp.partition)
             tp.offset = OFFSET_BEGINNING if offset is None else offset
             self._start_at(tp.partition, offset)
+            why = self.log_range.outside(consumer, tp.partition, offset)
+            if why is not None:
+                held[tp.partition] = why
         consumer.assign(partitions)
+        for partition, why in held.items():
+            self.log_range.hold(consumer, partition, why)  # before anything is fetched
         self.assigned = {tp.partition for tp in partitions}
         self.metrics.rebalances.inc()
         self.metrics.ready_flags["assigned"] = True
@@ -371,6 +404,7 @@ class Pipeline:
             self.assigned.discard(tp.partition)
             self.positions.pop(tp.partition, None)
             self.writer.confirmed.pop(tp.partition, None)
+            self.log_range.forget(tp.partition)
             with contextlib.suppress(KeyError):  # never reported
                 self.metrics.lag.remove(str(tp.partition))
 
@@ -380,6 +414,7 @@ class Pipeline:
             return
         self._next_lag = now + _LAG_EVERY_S
         self._check_stored()
+        self._recheck_held()
         for partition in self.assigned:
             position = self.positions.get(partition)
             if position is None:
