@@ -16,7 +16,7 @@ import logging
 import time
 from typing import Final
 
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from consumer._metrics import Metrics
 
@@ -82,15 +82,3 @@ class LogRange:
             return False
         self._next_check = now + self._recheck_s
         return True
-
-    def release(self, consumer: Consumer, partition: int, stored: int | None) -> None:
-        """Read the partition again, from its stored offset (now inside the log)."""
-        offset = OFFSET_BEGINNING if stored is None else stored
-        tp = TopicPartition(self._topic, partition, offset)
-        consumer.seek(tp)
-        consumer.resume([tp])
-        self.forget(partition)
-        log.info(
-            "held partition released",
-            extra={"topic": self._topic, "partition": partition, "offset": stored},
-        )

@@ -35,6 +35,11 @@ class Metrics:
         self.duplicate = Counter(
             "adr_events_duplicate", "kill events dropped by the cooldown (§2.1)", registry=r
         )
+        self.late = Counter(
+            "adr_events_late",
+            "kill events older than their partition's watermark minus the lateness, not rated",
+            registry=r,
+        )
         self.dead_lettered = Counter(
             "adr_events_dead_lettered",
             "kill events sent to the dead-letter topic",

@@ -16,7 +16,7 @@ import logging
 import time
 from typing import NamedTuple
 
-from consumer._batch import Accepted, Plan, rate_batch
+from consumer._batch import Accepted, Plan, View, rate_batch
 from consumer._cache import Overlay, StateCache
 from consumer._errors import RedisBehind
 from consumer._keys import Keys
@@ -88,7 +88,17 @@ class Writer:
             batch.players, batch.pairs, self._watched(batch), self._cache.entries
         )
         self.check(view.offsets)
-        return rate_batch(batch.accepted, batch.next_offsets, view, self._keys, self._params)
+        return self._rate(batch, view)
+
+    def _rate(self, batch: Batch, view: View) -> Plan:
+        return rate_batch(
+            batch.accepted,
+            batch.next_offsets,
+            view,
+            self._keys,
+            self._params,
+            self._store.lateness_ms,
+        )
 
     def check(self, stored: dict[int, int | None]) -> None:
         """RedisBehind if Redis holds a lower next offset than confirmed for a partition."""
@@ -134,9 +144,10 @@ class Writer:
         # What Redis holds once the write ahead has run: its players, pairs, offsets, S and P.
         view.cooldowns.update(plan.cooldowns)
         view.offsets.update(plan.offsets)
+        view.watermarks.update(plan.watermarks)
         view.player_count += plan.count_delta
         view.sigma_units_total += (plan.sigma_hi_delta << 32) + plan.sigma_lo_delta
-        mine = rate_batch(batch.accepted, batch.next_offsets, view, self._keys, self._params)
+        mine = self._rate(batch, view)
         if self._wait(ahead, write):
             return mine, plan
         return None, self.write(ahead.batch, None)

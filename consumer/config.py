@@ -10,7 +10,8 @@ from collections.abc import Mapping
 
 from adr_cli.params import add_param_argument, param_overrides
 from consumer._errors import ConsumerError
-from engine import ParamError
+from engine import DEFAULT_LATENESS_MS, ParamError
+from schemas import DEFAULT_MAX_AGE_MS, DEFAULT_MAX_FUTURE_MS
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -36,8 +37,15 @@ class Config:
     batch_size: int = 1000
     batch_wait_ms: int = 50
     """How long one read waits for a batch to fill; bounds the latency a quiet topic adds."""
-    max_age_ms: int = 3_600_000
-    max_future_ms: int = 60_000
+    max_age_ms: int = DEFAULT_MAX_AGE_MS
+    """Wall-clock guard against plainly absurd event times: older is dead-lettered
+    (`ts_out_of_range`). Lateness itself is by event time (`lateness_ms`)."""
+    max_future_ms: int = DEFAULT_MAX_FUTURE_MS
+    """Wall-clock guard ahead: stays tight, since an event from the future would move its
+    partition's watermark and make the events after it late."""
+    lateness_ms: int = DEFAULT_LATENESS_MS
+    """An event older than the largest event time accepted on its partition minus this is late:
+    counted (`adr_events_late_total`), not rated; the engine's rule (`adr replay --lateness`)."""
     metrics_port: int = 9108
     metrics_host: str = "0.0.0.0"
     relay_batch: int = 5000
@@ -60,7 +68,8 @@ class Config:
             raise ConsumerError("batch sizes must be >= 1")
         if self.state_cache_players < 0:
             raise ConsumerError("state_cache_players must be >= 0")
-        if min(self.batch_wait_ms, self.max_age_ms, self.max_future_ms, self.held_recheck_ms) < 0:
+        durations = (self.batch_wait_ms, self.max_age_ms, self.max_future_ms, self.lateness_ms)
+        if min(*durations, self.held_recheck_ms) < 0:
             raise ConsumerError("durations must be >= 0")
         if not self.namespace or "{" in self.namespace or "}" in self.namespace:
             raise ConsumerError(f"bad namespace {self.namespace!r}")
@@ -82,6 +91,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "batch_wait_ms": ("ADR_BATCH_WAIT_MS", int),
     "max_age_ms": ("ADR_MAX_AGE_MS", int),
     "max_future_ms": ("ADR_MAX_FUTURE_MS", int),
+    "lateness_ms": ("ADR_LATENESS_MS", int),
     "metrics_port": ("ADR_METRICS_PORT", int),
     "metrics_host": ("ADR_METRICS_HOST", str),
     "relay_batch": ("ADR_RELAY_BATCH", int),

@@ -62,7 +62,7 @@ class Pipeline:
             config.redis_url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=5
         )
         self._retry = RedisRetry(self.metrics, config.backoff_initial_s, config.backoff_max_s)
-        self.store = Store(self.redis, self.keys, config.topic, params)
+        self.store = Store(self.redis, self.keys, config.topic, params, config.lateness_ms)
         self.cache = StateCache(config.state_cache_players)
         self.writer = Writer(
             self.store, self.cache, self.keys, params, config.max_age_ms, self.metrics, self._retry
@@ -221,16 +221,37 @@ class Pipeline:
         self.metrics.redis_rewinds.inc()
         self._ready = None
         self.cache.clear()
-        partitions = sorted(self.assigned)
+        self._assign_stored(self.kafka, sorted(self.assigned))
+
+    def _assign_stored(self, consumer: Consumer, partitions: list[int]) -> None:
+        """Assign `partitions` at the next offsets Redis holds for them, and hold (pause) each
+        whose stored offset lies outside its log (consumer/_log_range.py). Assigning anew, not
+        seeking: a seek fails on a partition that is paused before its first fetch."""
         stored = self._retry(lambda: self.store.read_offsets(partitions), "read offsets")
+        assignment: list[TopicPartition] = []
+        held: dict[int, str] = {}
         for partition in partitions:
             offset = stored.get(partition)
             self._start_at(partition, offset)
-            self.kafka.seek(
-                TopicPartition(
-                    self.config.topic, partition, OFFSET_BEGINNING if offset is None else offset
-                )
-            )
+            why = self.log_range.outside(consumer, partition, offset)
+            if why is None:
+                self.log_range.forget(partition)
+            else:
+                held[partition] = why
+            start = OFFSET_BEGINNING if offset is None else offset
+            assignment.append(TopicPartition(self.config.topic, partition, start))
+        consumer.assign(assignment)
+        self.assigned = set(partitions)
+        for partition, why in held.items():
+            self.log_range.hold(consumer, partition, why)  # before anything is fetched
+        # a partition assigned again stays paused (librdkafka keeps the flag): resume the others
+        reading = [tp for tp in assignment if tp.partition not in held]
+        if reading:
+            consumer.resume(reading)
+        log.info(
+            "partitions assigned",
+            extra={"partitions": {tp.partition: tp.offset for tp in assignment}},
+        )
 
     def _start_at(self, partition: int, offset: int | None) -> None:
         """Redis holds `offset` (None: nothing) as the partition's next: apply from there."""
@@ -251,14 +272,9 @@ class Pipeline:
         except REDIS_DOWN:
             self.metrics.swallowed.labels("redis_offset_check").inc()
             return
-        for partition in held:
-            offset = stored.get(partition)
-            why = self.log_range.outside(self.kafka, partition, offset)
-            if why is None:
-                self._start_at(partition, offset)
-                self.log_range.release(self.kafka, partition, offset)
-            else:
-                self.log_range.hold(self.kafka, partition, why)
+        if any(self.log_range.outside(self.kafka, p, stored.get(p)) is None for p in held):
+            self.flush()
+            self._assign_stored(self.kafka, sorted(self.assigned))
 
     def _check_stored(self) -> None:
         """Between batches (a quiet topic): does Redis still hold what this instance wrote?"""
@@ -294,7 +310,11 @@ class Pipeline:
             else:
                 if is_fatal(err):
                     self._fatal = True
-                elif err.code() == KafkaError._AUTO_OFFSET_RESET and m.partition() is not None:
+                elif (
+                    err.code() == KafkaError._AUTO_OFFSET_RESET
+                    and m.partition() is not None
+                    and m.partition() not in self.log_range.held
+                ):
                     # the position fell outside the log while reading (retention, truncation)
                     self.log_range.hold(self.kafka, cast(int, m.partition()), str(err))
                 self.metrics.swallowed.labels("kafka_consume").inc()
@@ -361,6 +381,7 @@ class Pipeline:
         m.consumed.inc(size)
         m.counted.inc(plan.counted)
         m.duplicate.inc(plan.duplicates)
+        m.late.inc(plan.late)
         m.batch_size.observe(size)
         m.batch_duration.observe(time.perf_counter() - started)
         now_ms = time.time_ns() // 1_000_000
@@ -373,28 +394,10 @@ class Pipeline:
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Start each partition where Redis says the state is, not where Kafka's group says."""
         self.flush()  # its offsets first, so that the read below sees them
-        stored = self._retry(
-            lambda: self.store.read_offsets([tp.partition for tp in partitions]), "read offsets"
-        )
-        held = {}
-        for tp in partitions:
-            offset = stored.get(tp.partition)
-            tp.offset = OFFSET_BEGINNING if offset is None else offset
-            self._start_at(tp.partition, offset)
-            why = self.log_range.outside(consumer, tp.partition, offset)
-            if why is not None:
-                held[tp.partition] = why
-        consumer.assign(partitions)
-        for partition, why in held.items():
-            self.log_range.hold(consumer, partition, why)  # before anything is fetched
-        self.assigned = {tp.partition for tp in partitions}
+        self._assign_stored(consumer, [tp.partition for tp in partitions])
         self.metrics.rebalances.inc()
         self.metrics.ready_flags["assigned"] = True
         self.metrics.ready_flags["broker"] = True
-        log.info(
-            "partitions assigned",
-            extra={"partitions": {tp.partition: tp.offset for tp in partitions}},
-        )
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         log.info("partitions revoked", extra={"partitions": [tp.partition for tp in partitions]})
