@@ -11,6 +11,14 @@ from collections.abc import Mapping
 from adr_cli.params import add_param_argument, param_overrides
 from consumer._errors import ConsumerError
 from engine import DEFAULT_LATENESS_MS, ParamError
+from runtime import (
+    KafkaSettings,
+    RuntimeConfigError,
+    add_kafka_arguments,
+    env_value,
+    kafka_settings_from_args,
+    redact_url,
+)
 from schemas import DEFAULT_MAX_AGE_MS, DEFAULT_MAX_FUTURE_MS
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -62,6 +70,14 @@ class Config:
     )
     params: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """Engine parameter overrides (`--param NAME=VALUE`), checked by engine.Params."""
+    kafka: KafkaSettings = dataclasses.field(default_factory=KafkaSettings)
+    """The operator's librdkafka settings (security, tuning); guarded keys cannot change."""
+
+    def __repr__(self) -> str:
+        """Every field, the Redis URL's password and secret Kafka settings masked."""
+        shown = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        shown["redis_url"] = redact_url(self.redis_url)
+        return "Config(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.relay_batch < 1:
@@ -108,9 +124,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for dest, (env, typ) in _ENV.items():
         flag = "--" + dest.replace("_", "-")
         shown = "hostname-pid" if dest == "instance_id" else getattr(defaults, dest)
+        if dest == "redis_url":
+            shown = f"{shown}; or a file named by {env}_FILE"
         parser.add_argument(
             flag, dest=dest, type=typ, default=None, help=f"(env {env}; default {shown})"
         )
+    add_kafka_arguments(parser)
     add_param_argument(parser)
 
 
@@ -122,13 +141,18 @@ def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None
         flag_value = getattr(args, dest, None)
         if flag_value is not None:
             values[dest] = flag_value
-        elif var in env:
-            try:
-                values[dest] = typ(env[var])
-            except ValueError as exc:
-                raise ConsumerError(f"bad {var}={env[var]!r}: {exc}") from exc
+            continue
+        try:
+            raw = env_value(env, var)
+            if raw is not None:
+                values[dest] = typ(raw)
+        except RuntimeConfigError as exc:
+            raise ConsumerError(str(exc)) from exc
+        except ValueError as exc:
+            raise ConsumerError(f"bad {var}={raw!r}: {exc}") from exc
     try:
         values["params"] = param_overrides(getattr(args, "param", []) or [], env)
-    except ParamError as exc:
+        values["kafka"] = kafka_settings_from_args(args, env)
+    except (ParamError, RuntimeConfigError) as exc:
         raise ConsumerError(str(exc)) from exc
     return Config(**values)  # type: ignore[arg-type]

@@ -41,6 +41,7 @@ from consumer._store import Store
 from consumer._writer import Batch, Ready, Writer
 from consumer.config import Config
 from engine import Params
+from runtime import connect
 from schemas import Limits, SchemaError, decode_kill_event
 
 log = logging.getLogger("adr.consumer")
@@ -58,8 +59,12 @@ class Pipeline:
         self.metrics = metrics or Metrics()
         self.keys = Keys(config.namespace)
         self.limits = Limits(max_age_ms=config.max_age_ms, max_future_ms=config.max_future_ms)
-        self.redis = redis.Redis.from_url(
-            config.redis_url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=5
+        self.redis = connect(
+            config.redis_url,
+            config.namespace,
+            socket_timeout=10,
+            socket_connect_timeout=5,
+            health_check_interval=5,
         )
         self._retry = RedisRetry(self.metrics, config.backoff_initial_s, config.backoff_max_s)
         self.store = Store(self.redis, self.keys, config.topic, params, config.lateness_ms)
