@@ -107,3 +107,34 @@ def test_stored_offset_past_the_end_of_a_recreated_topic_holds_the_partition(
     finally:
         consumer.stop()
     client.close()
+
+
+def test_a_position_that_falls_outside_the_log_while_reading_holds_the_partition(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
+) -> None:
+    """Retention overtaking a consumer that fell behind: librdkafka's fetch fails out of range
+    (auto.offset.reset=error) and the partition is held instead of jumping to the log start.
+    The test holds the consumer back by pausing its fetch, as a slow consumer would lag."""
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    ns, keys, client = S.rating_pool(redis_url, unique_name)
+    params = Params()
+    events = S.events(200, players=50, arenas=5, seed=5)
+    config = _config(kafka_bootstrap, redis_url, ns, topic, unique_name("g"))
+    S.produce(kafka_bootstrap, topic, S.encoded(events[:100]))
+    consumer = S.start_threaded(config, params)
+    try:
+        S.wait_applied(client, keys, topic, {0: 100}, 60, alive=consumer.thread.is_alive)
+        kafka = consumer.pipeline.kafka
+        kafka.pause([TopicPartition(topic, 0)])  # the consumer falls behind at offset 100 ...
+        S.produce(kafka_bootstrap, topic, S.encoded(events[100:]))
+        for future in kafka_admin.client.delete_records([TopicPartition(topic, 0, 150)]).values():
+            future.result(timeout=30)  # ... and retention deletes 100..149 before it reads them
+        kafka.resume([TopicPartition(topic, 0)])
+        registry = consumer.pipeline.metrics.registry
+        S.wait_until(lambda: _held(registry, 0) == 1, 30, "partition 0 held")
+        time.sleep(1.0)
+        assert S.applied_offsets(client, keys, topic) == {0: 100}
+        assert _held(registry, 0) == 1
+    finally:
+        consumer.stop()
+    client.close()
