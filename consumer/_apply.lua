@@ -18,7 +18,8 @@
 -- consumer still accepts can fall in its cooldown), at most 1000 + (pairs written) a call.
 -- A pair's cooldown needs no check of its own: counting a kill always rewrites the attacker, so
 -- a concurrent count of the same pair moves the attacker's ver, which is checked.
--- Returns {0} when applied, {1, what, key} when a checked value changed (then nothing is written).
+-- Returns {0} when applied, {1, what, key} when a checked value changed (then nothing is written),
+-- an error reply WRONGTYPE/BADVALUE when a key is in the way (then nothing is written either).
 local FIELD = {'mu', 'sigma', 'streak', 'phi', 'pool', 'n', 'last_ts', 'tier', 'h_up', 'h_down',
                'window', 'recent'}
 local PLAYER_ITEMS = 17  -- id, checked ver, new ver, 12 values, activity time, active
@@ -38,16 +39,52 @@ local function section(s) return bounds[s][1], bounds[s][2] end
 local first, last = section(1)
 local P = {}
 if last >= first then P = cmsgpack.unpack(ARGV[first]) end
+-- Lua scripts have no rollback: a command that fails after the first write leaves the writes
+-- before it in place. So everything a write below could fail on is checked first, and a failed
+-- check returns a WRONGTYPE or BADVALUE error before anything is written (the consumer retries
+-- it with a log line until an operator moves the key away). OOM and READONLY can only refuse
+-- the script's first write (Redis lets a script that has written go on), so they write nothing.
+local function wrongtype(key, want)
+  local t = redis.call('TYPE', key).ok
+  if t ~= 'none' and t ~= want then
+    return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. t .. ', the write needs a ' ..
+      want)
+  end
+end
 for i = 1, #P, PLAYER_ITEMS do
-  if (redis.call('HGET', prefix .. P[i], 'ver') or '0') ~= P[i + 1] then
+  local ver = redis.pcall('HGET', prefix .. P[i], 'ver')
+  if type(ver) == 'table' then
+    return wrongtype(prefix .. P[i], 'hash') or redis.error_reply(ver.err)
+  end
+  if (ver or '0') ~= P[i + 1] then
     return {1, 'player', prefix .. P[i]}
   end
+end
+local KIND = {'hash', 'stream', 'zset', 'zset', 'zset', 'hash', 'hash', 'hash', 'zset'}
+for k = 1, #KIND do
+  local err = wrongtype(KEYS[k], KIND[k])
+  if err then return err end
 end
 first, last = section(2)
 for i = first, last, 2 do
   if (redis.call('HGET', KEYS[1], ARGV[i]) or '') ~= ARGV[i + 1] then
     return {1, 'offset', ARGV[i]}
   end
+end
+local function counter(key, field)  -- HINCRBY fails on anything but a 64-bit integer
+  local v = redis.call('HGET', key, field)
+  if v and not ((v == '0' or v:match('^%-?[1-9]%d*$')) and #v <= 19) then
+    return redis.error_reply('BADVALUE ' .. key .. ' field ' .. field .. ' is not an integer')
+  end
+end
+first, last = section(3)
+for i = first, last, 2 do
+  local err = counter(KEYS[7], ARGV[i])
+  if err then return err end
+end
+for _, field in ipairs({'count', 'sigma_hi', 'sigma_lo'}) do
+  local err = counter(KEYS[6], field)
+  if err then return err end
 end
 
 local lb, activity, active, inactive = {}, {}, {}, {}
@@ -110,8 +147,8 @@ first = section(9)
 local horizon = tonumber(ARGV[first + 1])
 local low = nil
 for _, w in ipairs(redis.call('HVALS', KEYS[8])) do
-  local t = tonumber(w)
-  if low == nil or t < low then low = t end
+  local t = tonumber(w)  -- a value that is no number holds nothing back
+  if t ~= nil and (low == nil or t < low) then low = t end
 end
 if low ~= nil and low - tonumber(ARGV[first]) > horizon then
   horizon = low - tonumber(ARGV[first])

@@ -260,8 +260,8 @@ def _pipelined(client: redis.Redis, commands: list[bytes]) -> list[Any]:
     try:
         conn.send_packed_command(commands)  # type: ignore[no-untyped-call]
         replies = [conn.read_response() for _ in commands]
-    except (redis.ConnectionError, redis.TimeoutError):
-        conn.disconnect()  # type: ignore[no-untyped-call]
+    except BaseException:
+        conn.disconnect()  # type: ignore[no-untyped-call]  # replies may be left unread on it
         raise
     finally:
         pool.release(conn)

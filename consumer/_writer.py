@@ -12,16 +12,19 @@ least the next offset it last wrote there: a lower one means Redis lost acknowle
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from typing import NamedTuple
+
+import redis
 
 from consumer._batch import Accepted, Plan, View, rate_batch
 from consumer._cache import Overlay, StateCache
 from consumer._errors import RedisBehind
 from consumer._keys import Keys
 from consumer._metrics import Metrics
-from consumer._retry import REDIS_DOWN, RedisRetry
+from consumer._retry import RedisRetry, refusal, retriable
 from consumer._store import Conflict, PendingWrite, Store
 from engine import Params
 
@@ -133,7 +136,9 @@ class Writer:
                 self._params.cooldown_ms,
                 self._max_age_ms,
             )
-        except REDIS_DOWN as exc:
+        except redis.RedisError as exc:
+            if not retriable(exc):
+                raise
             self._redis_failed(exc)  # whether the write ran is unknown: the redo finds out
             return None, self.write(ahead.batch, None)
         try:
@@ -181,7 +186,9 @@ class Writer:
         except Conflict as exc:
             self._conflict(ahead.batch, exc)
             return False
-        except REDIS_DOWN as exc:
+        except redis.RedisError as exc:
+            if not retriable(exc):
+                raise
             self._redis_failed(exc)
             self._cache.forget(ahead.batch.players)
             return False
@@ -191,10 +198,8 @@ class Writer:
     def _settle(self, write: PendingWrite) -> None:
         """Wait for a write whose outcome no longer matters (the caller re-reads everything),
         so that its reply does not stay on the connection."""
-        try:
+        with contextlib.suppress(Conflict, redis.RedisError):
             write.result()
-        except (Conflict, *REDIS_DOWN):
-            pass
 
     def _applied(self, plan: Plan, started: float) -> None:
         self._metrics.redis_write.observe(time.perf_counter() - started)
@@ -210,4 +215,10 @@ class Writer:
     def _redis_failed(self, exc: Exception) -> None:
         self._metrics.ready_flags["redis"] = False
         self._metrics.swallowed.labels("redis_write").inc()
-        log.warning("redis failed under a write, redoing its batch", extra={"error": str(exc)})
+        code = refusal(exc)
+        if code is not None:
+            self._metrics.redis_refused.labels(code).inc()
+        log.warning(
+            "redis failed under a write, redoing its batch",
+            extra={"error": str(exc), "code": code or "unavailable"},
+        )

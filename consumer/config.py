@@ -42,6 +42,9 @@ class Config:
     """librdkafka debug contexts (e.g. `cgrp,topic,fetch`), logged as JSON lines; empty: off."""
     rating_topic: str = "rating-changes"
     dlq_topic: str = "kill-events-dlq"
+    dead_letter_timeout_ms: int = 30_000
+    """How long the broker has to acknowledge a dead letter; one it did not take by then stops
+    its partition at that message until a retry delivers it (consumer/_blocked.py)."""
     batch_size: int = 1000
     batch_wait_ms: int = 50
     """How long one read waits for a batch to fill; bounds the latency a quiet topic adds."""
@@ -87,6 +90,8 @@ class Config:
         durations = (self.batch_wait_ms, self.max_age_ms, self.max_future_ms, self.lateness_ms)
         if min(*durations, self.held_recheck_ms) < 0:
             raise ConsumerError("durations must be >= 0")
+        if self.dead_letter_timeout_ms < 1:
+            raise ConsumerError("dead_letter_timeout_ms must be >= 1 (0 would wait forever)")
         if not self.namespace or "{" in self.namespace or "}" in self.namespace:
             raise ConsumerError(f"bad namespace {self.namespace!r}")
 
@@ -103,6 +108,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "kafka_debug": ("ADR_KAFKA_DEBUG", str),
     "rating_topic": ("ADR_RATING_TOPIC", str),
     "dlq_topic": ("ADR_DLQ_TOPIC", str),
+    "dead_letter_timeout_ms": ("ADR_DEAD_LETTER_TIMEOUT_MS", int),
     "batch_size": ("ADR_BATCH_SIZE", int),
     "batch_wait_ms": ("ADR_BATCH_WAIT_MS", int),
     "max_age_ms": ("ADR_MAX_AGE_MS", int),

@@ -28,15 +28,17 @@ from confluent_kafka import (
 
 from adr_cli import compiled
 from consumer._batch import Accepted, Plan
+from consumer._blocked import Blocked
 from consumer._cache import StateCache
 from consumer._collector import Collector
+from consumer._dead_letters import DeadLetters, Stop
 from consumer._errors import RedisBehind
 from consumer._kafka import KAFKA_LOG, is_fatal, new_consumer, new_producer
 from consumer._keys import Keys
 from consumer._log_range import LogRange
 from consumer._metrics import Metrics, serve
 from consumer._relay import Relay
-from consumer._retry import REDIS_DOWN, RedisRetry
+from consumer._retry import RedisRetry, retriable
 from consumer._store import Store
 from consumer._writer import Batch, Ready, Writer
 from consumer.config import Config
@@ -76,6 +78,10 @@ class Pipeline:
         self._fatal = False
         self.kafka = new_consumer(config, self._on_kafka_error)
         self.producer = new_producer(config, self._on_kafka_error)
+        self.dead_letters = DeadLetters(config, self.metrics, self._on_kafka_error)
+        self.blocked = Blocked(
+            self.metrics, config.topic, config.backoff_initial_s, config.backoff_max_s
+        )
         self.relay = Relay(
             self.redis,
             self.producer,
@@ -116,8 +122,10 @@ class Pipeline:
         self.writer.confirmed.clear()
         for partition in list(self.log_range.held):
             self.log_range.forget(partition)
+        self.blocked.forget()
         self.kafka = new_consumer(self.config, self._on_kafka_error)
         self.producer = new_producer(self.config, self._on_kafka_error)
+        self.dead_letters.renew()
         self.relay.use_producer(self.producer)
         self._subscribe()
 
@@ -147,6 +155,7 @@ class Pipeline:
                     continue
                 if self._ready is None:
                     self._emit()
+                self.blocked.retry_due(self.kafka)
                 self._report_lag()
             self.flush()
         finally:
@@ -184,13 +193,23 @@ class Pipeline:
         """One batch through every stage. Its atomic write is held back and sent with the next
         batch's read, so that the next batch is rated while Redis runs this one's write; it is
         confirmed (commit, emit) before the next write is sent. A batch with no successor
-        within one poll is written at once (see "Pipelining" in consumer/README.md)."""
+        within one poll is written at once (see "Pipelining" in consumer/README.md).
+
+        Rejected messages are copied to the dead-letter topic first; a partition with a copy the
+        broker did not acknowledge stops at that message (consumer/_blocked.py): nothing at or
+        after it is applied, so its stored offset stays there."""
         started = time.perf_counter()
         good = self._keep_data(messages)
         if not good or self._fatal:
             return
         accepted, rejected = self._decode(good)
-        self._dead_letter(rejected)
+        stops = self.dead_letters.send(rejected, self.metrics.tick)
+        self.blocked.stop(self.kafka, stops)
+        if stops:  # nothing at or after a stop is applied: the partition stays there
+            good = [m for m in good if not _stopped(stops, m.partition(), m.offset())]
+            accepted = [a for a in accepted if not _stopped(stops, a.partition, a.offset)]
+            if not good:
+                return
         next_offsets = {cast(int, m.partition()): cast(int, m.offset()) + 1 for m in good}
         batch = Batch(accepted, next_offsets, len(good), started, self.keys)
         ahead, self._ready = self._ready, None
@@ -245,6 +264,7 @@ class Pipeline:
                 held[partition] = why
             start = OFFSET_BEGINNING if offset is None else offset
             assignment.append(TopicPartition(self.config.topic, partition, start))
+        self.blocked.forget(partitions)  # a stopped message is met again from the stored offset
         consumer.assign(assignment)
         self.assigned = set(partitions)
         for partition, why in held.items():
@@ -274,7 +294,9 @@ class Pipeline:
         held = sorted(self.log_range.held)
         try:
             stored = self.store.read_offsets(held)
-        except REDIS_DOWN:
+        except redis.RedisError as exc:
+            if not retriable(exc):
+                raise
             self.metrics.swallowed.labels("redis_offset_check").inc()
             return
         if any(self.log_range.outside(self.kafka, p, stored.get(p)) is None for p in held):
@@ -290,7 +312,9 @@ class Pipeline:
             self.writer.check(self.store.read_offsets(partitions))
         except RedisBehind as exc:
             self._rewind(exc)
-        except REDIS_DOWN:
+        except redis.RedisError as exc:
+            if not retriable(exc):
+                raise
             self.metrics.swallowed.labels("redis_offset_check").inc()
 
     def _confirmed(self, batch: Batch, plan: Plan) -> None:
@@ -308,7 +332,7 @@ class Pipeline:
     def _keep_data(self, messages: list[Message]) -> list[Message]:
         """Drop (and count) transport errors; what remains are records of our partitions."""
         good: list[Message] = []
-        for m in messages:
+        for m in self.blocked.admit(messages):
             err = m.error()
             if err is None:
                 good.append(m)
@@ -342,35 +366,6 @@ class Pipeline:
                 continue
             accepted.append(Accepted(m.partition(), m.offset(), event))  # type: ignore[arg-type]
         return accepted, rejected
-
-    def _dead_letter(self, rejected: list[tuple[Message, str]]) -> None:
-        """Send each rejected message, bytes untouched, to the DLQ and wait until Kafka has it.
-
-        The flush comes before the write that moves the offsets past these messages, so a crash
-        in between re-sends them: the dead-letter topic may hold a duplicate, never a gap.
-        """
-        if not rejected:
-            return
-        for m, reason in rejected:
-            headers: list[tuple[str, str | bytes | None]] = [
-                ("reason", reason.encode()),
-                ("source_topic", (m.topic() or "").encode()),
-                ("source_partition", str(m.partition()).encode()),
-                ("source_offset", str(m.offset()).encode()),
-            ]
-            while True:
-                try:
-                    self.producer.produce(
-                        self.config.dlq_topic, value=m.value(), key=m.key(), headers=headers
-                    )
-                    break
-                except BufferError:
-                    self.producer.poll(0.1)
-            self.metrics.dead_lettered.labels(reason).inc()
-        while self.producer.flush(10) > 0:
-            log.warning(
-                "dead-letter topic not reachable, retrying", extra={"pending": len(self.producer)}
-            )
 
     def _commit(self, next_offsets: dict[int, int]) -> None:
         """Kafka's group offsets follow Redis (for lag dashboards); Redis stays the truth."""
@@ -408,6 +403,7 @@ class Pipeline:
         log.info("partitions revoked", extra={"partitions": [tp.partition for tp in partitions]})
         self.flush()  # finish the batch before the partitions move on
         consumer.unassign()
+        self.blocked.forget([tp.partition for tp in partitions])
         for tp in partitions:
             self.assigned.discard(tp.partition)
             self.positions.pop(tp.partition, None)
@@ -470,6 +466,7 @@ class Pipeline:
         except Exception as exc:
             log.warning("outbox not fully relayed at exit", extra={"error": str(exc)})
         self.producer.flush(5)
+        self.dead_letters.close(5)
         if self.positions:
             tps = [TopicPartition(self.config.topic, p, o) for p, o in self.positions.items()]
             try:
@@ -483,3 +480,9 @@ class Pipeline:
             self.http.shutdown()
         self._collector.stop()
         log.info("consumer stopped")
+
+
+def _stopped(stops: dict[int, Stop], partition: int | None, offset: int | None) -> bool:
+    """Whether a message is at or after its partition's stop."""
+    stop = stops.get(cast(int, partition))
+    return stop is not None and cast(int, offset) >= stop.offset

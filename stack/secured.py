@@ -202,8 +202,11 @@ class RedisCluster:
     def start(self) -> None:
         for index in range(self.primaries):
             folder = self.workdir / f"node{index}"
-            node = plain_redis(folder, "--cluster-enabled", "yes",
-                               "--cluster-config-file", str(folder / "nodes.conf"))  # fmt: skip
+            # The bus port defaults to port + 10000, which overflows for high free ports.
+            node = plain_redis(
+                folder, "--cluster-enabled", "yes", "--cluster-config-file",
+                str(folder / "nodes.conf"), "--cluster-port", str(free_port()),
+            )  # fmt: skip
             node.start()
             self.nodes.append(node)
         addresses = [f"{LOOPBACK}:{node.port}" for node in self.nodes]
