@@ -16,6 +16,7 @@ import msgspec
 from consumer._keys import Keys
 from consumer._redis_codec import script_values, tier_label
 from engine import (
+    DEFAULT_LATENESS_MS,
     Params,
     PlayerState,
     Snapshot,
@@ -56,6 +57,8 @@ class View:
     offsets: dict[int, int | None]
     """partition -> next offset to apply (None: nothing applied yet)."""
     snapshot: Snapshot
+    watermarks: dict[int, int | None] = dataclasses.field(default_factory=dict)
+    """partition -> largest event time accepted there (None: none yet)."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -75,10 +78,14 @@ class Plan:
     sigma_lo_delta: int = 0
     cooldowns: list[tuple[str, int]] = dataclasses.field(default_factory=list)
     offsets: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    watermarks: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    """(partition, new watermark) where the batch moved it."""
     outbox: list[tuple[str, bytes]] = dataclasses.field(default_factory=list)
     """(player, encoded rating change) in emission order."""
     counted: int = 0
     duplicates: int = 0
+    late: int = 0
+    """Events older than their partition's watermark minus the lateness: not rated."""
     already_applied: int = 0
     counted_ts: list[int] = dataclasses.field(default_factory=list)
 
@@ -89,10 +96,17 @@ def rate_batch(
     view: View,
     keys: Keys,
     params: Params,
+    lateness_ms: int = DEFAULT_LATENESS_MS,
 ) -> Plan:
-    """Apply `events` in order on top of `view`; `batch_offsets` = partition -> next offset."""
+    """Apply `events` in order on top of `view`; `batch_offsets` = partition -> next offset.
+
+    Lateness is the engine's, by event time per partition: an event older than the largest time
+    accepted on its partition minus `lateness_ms` is late (counted, not rated); every other
+    event moves that watermark, duplicates included (engine.RatingBook.apply).
+    """
     plan = Plan()
     states: dict[str, PlayerState] = {}
+    watermarks = dict(view.watermarks)
     cooldowns = dict(view.cooldowns)
     touched_pairs: dict[str, int] = {}
     total = view.sigma_units_total
@@ -104,6 +118,12 @@ def rate_batch(
             plan.already_applied += 1  # another instance applied it first (rebalance)
             continue
         ev = item.event
+        watermark = watermarks.get(item.partition)
+        if watermark is not None and ev.ts < watermark - lateness_ms:
+            plan.late += 1
+            continue
+        if watermark is None or ev.ts > watermark:
+            watermarks[item.partition] = ev.ts
         pair = keys.cooldown(ev.attacker, ev.victim)
         if is_duplicate(cooldowns.get(pair), ev.ts, params):  # §2.1
             plan.duplicates += 1
@@ -150,6 +170,9 @@ def rate_batch(
     _plan_players(plan, states, view, params)
     plan.count_delta = count - view.player_count
     plan.cooldowns = list(touched_pairs.items())
+    plan.watermarks = [
+        (p, w) for p, w in watermarks.items() if w is not None and w != view.watermarks.get(p)
+    ]
     for partition, next_offset in batch_offsets.items():
         stored = view.offsets.get(partition)
         plan.offset_checks.append((partition, stored))

@@ -39,7 +39,9 @@ def consumer_settings(config: Config, on_error: Callable[[KafkaError], None]) ->
         "bootstrap.servers": config.bootstrap_servers,
         "group.id": config.group,
         "enable.auto.commit": False,  # Redis holds the offsets; Kafka's follow for dashboards
-        "auto.offset.reset": "earliest",
+        # An offset outside the log is reported (the partition is held), never reset: a
+        # first read starts at OFFSET_BEGINNING explicitly (consumer/_log_range.py).
+        "auto.offset.reset": "error",
         "isolation.level": "read_committed",  # a transactional publisher's aborts never rated
     }
     settings = config.kafka.apply(ours, guarded)

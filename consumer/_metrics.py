@@ -35,6 +35,11 @@ class Metrics:
         self.duplicate = Counter(
             "adr_events_duplicate", "kill events dropped by the cooldown (§2.1)", registry=r
         )
+        self.late = Counter(
+            "adr_events_late",
+            "kill events older than their partition's watermark minus the lateness, not rated",
+            registry=r,
+        )
         self.dead_lettered = Counter(
             "adr_events_dead_lettered",
             "kill events sent to the dead-letter topic",
@@ -72,6 +77,17 @@ class Metrics:
             "adr_outbox_backlog", "outbox entries (one per batch) not yet relayed", registry=r
         )
         self.rebalances = Counter("adr_rebalances", "partition assignments", registry=r)
+        self.partition_held = Gauge(
+            "adr_partition_held",
+            "1 while the partition is not read: its stored offset lies outside the log",
+            ["partition"],
+            registry=r,
+        )
+        self.redis_rewinds = Counter(
+            "adr_redis_rewinds",
+            "times Redis held less than it had acknowledged and the partitions were re-read",
+            registry=r,
+        )
         self.swallowed = Counter(
             "adr_errors_swallowed", "errors handled by retrying or skipping", ["where"], registry=r
         )

@@ -6,6 +6,7 @@ import hashlib
 import importlib.resources
 import inspect
 import json
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
@@ -17,7 +18,7 @@ from consumer._batch import Plan, View
 from consumer._errors import ConsumerError
 from consumer._keys import Keys
 from consumer._redis_codec import FIELDS, decode_player
-from engine import Params, PlayerState, Snapshot, initial_snapshot
+from engine import DEFAULT_LATENESS_MS, Params, PlayerState, Snapshot, initial_snapshot
 
 _SCRIPTS: Final = importlib.resources.files("consumer")
 _WRITE: Final = _SCRIPTS.joinpath("_apply.lua").read_text()
@@ -48,11 +49,21 @@ class Conflict(Exception):
 class Store:
     """Reads and the atomic write of one rating pool (namespace) for one source topic."""
 
-    def __init__(self, client: redis.Redis, keys: Keys, topic: str, params: Params) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        keys: Keys,
+        topic: str,
+        params: Params,
+        lateness_ms: int = DEFAULT_LATENESS_MS,
+    ) -> None:
         self._r = client
         self._keys = keys
         self._params = params
+        self.lateness_ms = lateness_ms
+        """Events older than their partition's watermark minus this are late (not rated)."""
         self._offsets_key = keys.offsets(topic)
+        self._watermarks_key = keys.watermarks(topic)
         self._snapshot_version: bytes | None = None
         self._snapshot = initial_snapshot(params)
 
@@ -115,22 +126,28 @@ class Store:
         PendingWrite(plan, _Sent(self._r, _WRITE, [write])).result()
 
     def _write_command(self, plan: Plan, cooldown_ms: int, max_age_ms: int) -> bytes:
-        """EVALSHA of consumer/_apply.lua with the plan's sections."""
+        """EVALSHA of consumer/_apply.lua with the plan's sections.
+
+        A pair's cooldown key is needed while an accepted event could still fall in its
+        cooldown, which event time decides, not Redis's clock: the script deletes the keys of
+        pairs last counted at t' <= (lowest partition watermark) - lateness - t_cooldown, or
+        t' <= now - max_age - lateness - t_cooldown (no event that old passes the decoder's
+        wall-clock guard, even one decoded up to `lateness` before its write).
+        """
         k = self._keys
-        keep_ms = cooldown_ms + max_age_ms
-        cooldowns: list[object] = []
-        for key, ts in plan.cooldowns:
-            # A pair's key is needed while an accepted event could still fall in its cooldown.
-            cooldowns += (key, ts, ts + keep_ms)
+        keep_ms = self.lateness_ms + cooldown_ms
+        floor = time.time_ns() // 1_000_000 - max_age_ms - keep_ms
         sections: tuple[Sequence[object], ...] = (
             # One argument, not ~17 per player: Redis and the client each spend less per item.
             [_MSGPACK.encode(plan.players)] if plan.players else [],
             _flat((p, "" if o is None else o) for p, o in plan.offset_checks),
             _flat(plan.tier_counts.items()),
             [plan.count_delta, plan.sigma_hi_delta, plan.sigma_lo_delta],
-            cooldowns,
+            _flat(plan.cooldowns),
             _flat(plan.offsets),
             [_MSGPACK.encode(plan.outbox)] if plan.outbox else [],
+            _flat(plan.watermarks),
+            [keep_ms, floor],
         )
         keys = (
             self._offsets_key,
@@ -140,6 +157,8 @@ class Store:
             k.active_mu,
             k.pop,
             k.tier_counts,
+            self._watermarks_key,
+            k.cooldown_due,
         )
         args: list[object] = ["EVALSHA", _WRITE_SHA, len(keys), *keys, k.player("")]
         args += (len(s) for s in sections)
@@ -182,6 +201,7 @@ class _ViewRead:
             commands.append(pack(("MGET", *pairs)))
         commands.append(pack(("HMGET", k.pop, "count", "sigma_hi", "sigma_lo")))
         commands.append(pack(("HMGET", store._offsets_key, *(partitions or [-1]))))
+        commands.append(pack(("HMGET", store._watermarks_key, *(partitions or [-1]))))
         commands.append(pack(("HGET", k.snapshot, "version")))
         self.commands: list[bytes] = commands
 
@@ -191,15 +211,15 @@ class _ViewRead:
             decoded = decode_player(values)
             stored[player] = (None, 0) if decoded is None else decoded
         cooldowns = (
-            {key: None if v is None else int(v) for key, v in zip(pairs, reply[-4], strict=True)}
+            {key: None if v is None else int(v) for key, v in zip(pairs, reply[-5], strict=True)}
             if pairs
             else {}
         )
-        count, hi, lo = reply[-3]
-        offsets = {
-            p: None if v is None else int(v)
-            for p, v in zip(self.partitions, reply[-2], strict=False)
-        }
+        count, hi, lo = reply[-4]
+        offsets, watermarks = (
+            {p: None if v is None else int(v) for p, v in zip(self.partitions, r, strict=False)}
+            for r in reply[-3:-1]
+        )
         return View(
             players=stored,
             cooldowns=cooldowns,
@@ -207,6 +227,7 @@ class _ViewRead:
             player_count=int(count or 0),
             offsets=offsets,
             snapshot=self.store._current_snapshot(reply[-1]),
+            watermarks=watermarks,
         )
 
 

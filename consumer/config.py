@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from adr_cli.params import add_param_argument, param_overrides
 from consumer._errors import ConsumerError
-from engine import ParamError
+from engine import DEFAULT_LATENESS_MS, ParamError
 from runtime import (
     KafkaSettings,
     RuntimeConfigError,
@@ -19,6 +19,7 @@ from runtime import (
     kafka_settings_from_args,
     redact_url,
 )
+from schemas import DEFAULT_MAX_AGE_MS, DEFAULT_MAX_FUTURE_MS
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -47,8 +48,15 @@ class Config:
     batch_size: int = 1000
     batch_wait_ms: int = 50
     """How long one read waits for a batch to fill; bounds the latency a quiet topic adds."""
-    max_age_ms: int = 3_600_000
-    max_future_ms: int = 60_000
+    max_age_ms: int = DEFAULT_MAX_AGE_MS
+    """Wall-clock guard against plainly absurd event times: older is dead-lettered
+    (`ts_out_of_range`). Lateness itself is by event time (`lateness_ms`)."""
+    max_future_ms: int = DEFAULT_MAX_FUTURE_MS
+    """Wall-clock guard ahead: stays tight, since an event from the future would move its
+    partition's watermark and make the events after it late."""
+    lateness_ms: int = DEFAULT_LATENESS_MS
+    """An event older than the largest event time accepted on its partition minus this is late:
+    counted (`adr_events_late_total`), not rated; the engine's rule (`adr replay --lateness`)."""
     metrics_port: int = 9108
     metrics_host: str = "0.0.0.0"
     relay_batch: int = 5000
@@ -56,6 +64,8 @@ class Config:
     """Player states kept in memory between batches (0: read every player each batch)."""
     outbox_claim_idle_ms: int = 10_000
     """An outbox entry read by a relay that then died is re-sent after this long."""
+    held_recheck_ms: int = 5_000
+    """How often a partition held for a stored offset outside the log is checked again."""
     backoff_initial_s: float = 0.1
     backoff_max_s: float = 5.0
     instance_id: str = dataclasses.field(
@@ -77,7 +87,8 @@ class Config:
             raise ConsumerError("batch sizes must be >= 1")
         if self.state_cache_players < 0:
             raise ConsumerError("state_cache_players must be >= 0")
-        if self.batch_wait_ms < 0 or self.max_age_ms < 0 or self.max_future_ms < 0:
+        durations = (self.batch_wait_ms, self.max_age_ms, self.max_future_ms, self.lateness_ms)
+        if min(*durations, self.held_recheck_ms) < 0:
             raise ConsumerError("durations must be >= 0")
         if self.dead_letter_timeout_ms < 1:
             raise ConsumerError("dead_letter_timeout_ms must be >= 1 (0 would wait forever)")
@@ -102,11 +113,13 @@ _ENV: dict[str, tuple[str, type]] = {
     "batch_wait_ms": ("ADR_BATCH_WAIT_MS", int),
     "max_age_ms": ("ADR_MAX_AGE_MS", int),
     "max_future_ms": ("ADR_MAX_FUTURE_MS", int),
+    "lateness_ms": ("ADR_LATENESS_MS", int),
     "metrics_port": ("ADR_METRICS_PORT", int),
     "metrics_host": ("ADR_METRICS_HOST", str),
     "relay_batch": ("ADR_RELAY_BATCH", int),
     "state_cache_players": ("ADR_STATE_CACHE_PLAYERS", int),
     "outbox_claim_idle_ms": ("ADR_OUTBOX_CLAIM_IDLE_MS", int),
+    "held_recheck_ms": ("ADR_HELD_RECHECK_MS", int),
     "instance_id": ("ADR_INSTANCE_ID", str),
 }
 

@@ -5,7 +5,7 @@ The algorithm is ../shared/seeds/ADR-Algorithm-EN.md as read by adr-reading.md; 
 rules (integer ms, exact σ̄, fsum means, rational quantile index) are in docs/design.md.
 """
 
-from engine._book import COUNTED, DUPLICATE, RatingBook, Verdict
+from engine._book import COUNTED, DEFAULT_LATENESS_MS, DUPLICATE, RatingBook, Verdict
 from engine._cooldown import is_duplicate
 from engine._decay import decay_mu, decay_sigma, gap_days, is_returning
 from engine._errors import EngineError, ParamError
@@ -37,6 +37,7 @@ from engine.params import MS_PER_DAY, TIER_COUNT, TIER_LABELS, Params
 
 __all__ = [
     "COUNTED",
+    "DEFAULT_LATENESS_MS",
     "DUPLICATE",
     "EMPTY_SNAPSHOT",
     "MS_PER_DAY",
