@@ -19,6 +19,8 @@ from consumer._keys import Keys
 from engine import Params
 from schemas import decode_rating_change
 
+pytestmark = pytest.mark.integration  # starts servers of its own
+
 CLAIM_IDLE_MS = "1000"
 
 

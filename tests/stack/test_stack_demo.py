@@ -7,7 +7,11 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from stack._procs import pid_alive
+
+pytestmark = pytest.mark.integration  # starts servers of its own
 
 
 def test_demo_runs_end_to_end_and_leaves_nothing_running() -> None:
