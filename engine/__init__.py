@@ -3,6 +3,8 @@
 No I/O and deterministic: the same events and snapshot schedule give bit-identical state.
 The algorithm is ../shared/seeds/ADR-Algorithm-EN.md as read by adr-reading.md; the exactness
 rules (integer ms, exact σ̄, fsum means, rational quantile index) are in docs/design.md.
+
+Exceptions: `EngineError` (root) ← `ParamError` (also a ValueError: a bad parameter value).
 """
 
 from engine._book import COUNTED, DEFAULT_LATENESS_MS, DUPLICATE, RatingBook, Verdict
