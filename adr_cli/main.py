@@ -11,7 +11,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from adr_cli import compiled
+from runtime import compiled
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {

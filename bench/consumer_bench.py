@@ -5,7 +5,7 @@ steady 5,000 events/s, a naive consumer and two ceilings, side by side on the sa
     python bench/consumer_bench.py            # full size: 1,000,000 events, 100,000 players
     python bench/consumer_bench.py --events 50000 --players 5000 --steady-seconds 10   # quick
 
-Like `adr`, it runs the compiled build (adr_cli/compiled.py) when it is current; ADR_COMPILED=0
+Like `adr`, it runs the compiled build (runtime/compiled.py) when it is current; ADR_COMPILED=0
 measures the pure modules.
 
 Uses KAFKA_BOOTSTRAP_SERVERS / REDIS_URL when set, else starts the local stack (stack/).
@@ -27,7 +27,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from adr_cli import compiled
+from runtime import compiled
 
 BUILD = compiled.activate_once()  # first: measure what `adr consume` runs (compiled if current)
 

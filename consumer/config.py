@@ -8,7 +8,6 @@ import os
 import socket
 from collections.abc import Mapping
 
-from adr_cli.params import add_param_argument, param_overrides
 from consumer._errors import ConsumerError
 from engine import DEFAULT_LATENESS_MS, ParamError
 from runtime import (
@@ -19,6 +18,7 @@ from runtime import (
     kafka_settings_from_args,
     redact_url,
 )
+from runtime.params import add_param_argument, param_overrides
 from schemas import DEFAULT_MAX_AGE_MS, DEFAULT_MAX_FUTURE_MS
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"

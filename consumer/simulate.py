@@ -16,7 +16,6 @@ import sys
 import time
 from typing import IO, Any
 
-from adr_cli import logs as _log
 from consumer._traffic import (
     KINDS,
     MALFORMED_KINDS,
@@ -35,6 +34,7 @@ from runtime import (
     kafka_settings_from_args,
     redact_text,
 )
+from runtime import logs as _log
 
 __all__ = [
     "KINDS",

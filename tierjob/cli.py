@@ -20,8 +20,8 @@ from types import FrameType
 import redis
 from confluent_kafka import KafkaException
 
-from adr_cli import logs as _log
 from runtime import RuntimeConfigError, connect, redact_text
+from runtime import logs as _log
 from tierjob._errors import TierJobError
 from tierjob.calibration import CalibrationResult, Calibrator
 from tierjob.config import Config, from_args

@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import redis
 
-from adr_cli.params import add_param_argument
 from runtime import RuntimeConfigError, connect, env_value, redact_text
+from runtime.params import add_param_argument
 from tierjob._errors import TierJobError
 from tierjob.board import Board, Entry, PlayerNotFound, TierTable
 from tierjob.config import DEFAULT_REDIS_URL, params_from_args

@@ -33,6 +33,8 @@ out = {}
 for name in sys.argv[1:]:
     m = importlib.import_module(name)
     exported = list(getattr(m, "__all__", []))
+    for n in exported:
+        getattr(m, n)  # a name loaded on first use is then in the module too
     public = sorted(n for n, v in vars(m).items()
                     if not n.startswith("_") and not isinstance(v, types.ModuleType)
                     and n != "annotations")
@@ -66,3 +68,26 @@ def test_exceptions_descend_from_the_documented_root(surfaces, package: str) -> 
     assert root in found["errors"], f"{package} does not export its root {root}"
     for name, mro in found["errors"].items():
         assert root in mro, f"{package}.{name} is not a {root}"
+
+
+SERVICES = ("consumer", "engine", "evaluation", "runtime", "schemas", "stack", "tierjob")
+
+
+@pytest.mark.parametrize("package", SERVICES)
+def test_no_service_imports_the_cli(package: str) -> None:
+    """The layers point down: adr_cli dispatches to the services, never the other way."""
+    import ast
+
+    offenders = []
+    for path in sorted((REPO / package).rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            if any(n == "adr_cli" or n.startswith("adr_cli.") for n in names):
+                offenders.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert not offenders

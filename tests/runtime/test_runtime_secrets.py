@@ -94,7 +94,7 @@ def test_the_json_log_formatter_masks_what_reaches_it() -> None:
     import json
     import logging
 
-    from adr_cli.logs import JsonFormatter
+    from runtime.logs import JsonFormatter
 
     record = logging.makeLogRecord(
         {
