@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 from collections.abc import Sequence
 
-from runtime import compiled
+from runtime import compiled, logs
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -47,6 +48,7 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         if name == wanted:
             module = _load(module_name)
             module.add_arguments(sp)
+            logs.add_log_level_argument(sp)
             sp.set_defaults(_run=module.run)
     return parser
 
@@ -56,6 +58,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(args_list)
     args = parser.parse_args(args_list)
+    logs.setup(getattr(logging, args.log_level.upper()))
     try:
         return int(args._run(args))
     except KeyboardInterrupt:

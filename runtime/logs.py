@@ -36,8 +36,26 @@ class JsonFormatter(logging.Formatter):
         return redact_text(json.dumps(out, default=str))
 
 
+LEVELS: Final = ("debug", "info", "warning", "error")
+LEVEL_ENV: Final = "ADR_LOG_LEVEL"
+
+
+def add_log_level_argument(parser: Any) -> None:
+    """`--log-level` (env ADR_LOG_LEVEL; default info), for every `adr` subcommand."""
+    import os
+
+    default = os.environ.get(LEVEL_ENV, "info").lower()
+    parser.add_argument(
+        "--log-level",
+        choices=LEVELS,
+        default=default if default in LEVELS else "info",
+        help=f"least severe log line written to stderr (env {LEVEL_ENV}; default info)",
+    )
+
+
 def setup(level: int = logging.INFO) -> None:
-    """Route the root logger to stderr as JSON lines (idempotent)."""
+    """Route the root logger to stderr as JSON lines (idempotent: the first call's level holds,
+    so `adr` sets the level from --log-level before a subcommand calls this again)."""
     root = logging.getLogger()
     for handler in root.handlers:
         if isinstance(handler.formatter, JsonFormatter):
