@@ -58,6 +58,10 @@ class _Stop(Exception):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``adr demo``."""
+    parser.epilog = (
+        "exit status: 0 stopped by Ctrl-C, SIGTERM or --duration; 1 a server or a child process "
+        "failed (its log is kept and named)"
+    )
     add = parser.add_argument
     add("--duration", type=float, default=0.0, help="seconds to run; 0 = until Ctrl-C (default)")
     add("--namespace", default=os.environ.get("ADR_NAMESPACE", "adr-demo"),
