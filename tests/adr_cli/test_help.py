@@ -49,3 +49,18 @@ def test_every_subcommand_documents_its_exit_status(name: str) -> None:
     except ModuleNotFoundError as exc:
         pytest.skip(str(exc))
     assert re.search(r"exit (status|codes)", parser.epilog or "", re.IGNORECASE), name
+
+
+def test_a_missing_extra_is_named_not_a_traceback() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; sys.modules['numpy'] = None; sys.modules['matplotlib'] = None\n"
+        "from adr_cli.main import main\n"
+        "sys.exit(main(['evaluate', '--out', '/tmp/x']))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "pip install 'adr-stream[eval]'" in done.stderr
+    assert "Traceback" not in done.stderr
