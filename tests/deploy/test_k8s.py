@@ -49,6 +49,15 @@ CRD_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
                     "minReplicaCount": {"type": "integer", "minimum": 0},
                     "maxReplicaCount": {"type": "integer", "minimum": 1},
                     "advanced": {"type": "object"},
+                    "fallback": {
+                        "type": "object",
+                        "required": ["failureThreshold", "replicas"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "failureThreshold": {"type": "integer", "minimum": 1},
+                            "replicas": {"type": "integer", "minimum": 1},
+                        },
+                    },
                     "triggers": {
                         "type": "array",
                         "minItems": 1,
@@ -297,6 +306,9 @@ def test_scaledobject_scales_the_consumer_on_its_own_group_and_topic() -> None:
     assert so["scaleTargetRef"]["name"] == dep["metadata"]["name"]
     assert so["scaleTargetRef"].get("kind", "Deployment") == "Deployment"
     assert 1 <= so["minReplicaCount"] <= so["maxReplicaCount"]
+    # cooldownPeriod only governs scaling to zero: with a floor of 1 it would promise nothing.
+    assert "cooldownPeriod" not in so or so["minReplicaCount"] == 0
+    assert so["minReplicaCount"] <= so["fallback"]["replicas"] <= so["maxReplicaCount"]
     (trigger,) = so["triggers"]
     meta = trigger["metadata"]
     args = container(dep)["args"]
