@@ -352,10 +352,20 @@ def test_podmonitor_selects_both_workloads_on_their_metrics_port() -> None:
         assert endpoint["port"] in {p["name"] for p in container(dep)["ports"]}, name
 
 
-def test_pdb_covers_the_consumer_pods() -> None:
-    pdb = one("PodDisruptionBudget", CONSUMER)["spec"]
-    pod_labels = one("Deployment", CONSUMER)["spec"]["template"]["metadata"]["labels"]
+@pytest.mark.parametrize("name", [CONSUMER, TIERJOB])
+def test_pdb_covers_the_pods(name: str) -> None:
+    pdb = one("PodDisruptionBudget", name)["spec"]
+    dep = one("Deployment", name)
+    pod_labels = dep["spec"]["template"]["metadata"]["labels"]
     assert pdb["selector"]["matchLabels"].items() <= pod_labels.items()
+    if "minAvailable" in pdb:
+        assert pdb["minAvailable"] < dep["spec"]["replicas"], "a drain must be able to proceed"
+
+
+def test_tierjob_probes_hit_healthz_and_readyz_on_the_metrics_port() -> None:
+    c = container(one("Deployment", TIERJOB))
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
 
 
 @pytest.mark.parametrize("name", [CONSUMER, TIERJOB])
