@@ -46,6 +46,7 @@ from consumer.pipeline import Pipeline
 from consumer.simulate import SimConfig, generate
 from engine import Params, initial_snapshot, is_duplicate, new_player, rate_kill, sigma_units
 from runtime import KafkaSettings, add_kafka_arguments, kafka_settings_from_args
+from runtime.kafka_produce import produce_waiting
 from schemas import decode_kill_event
 
 HOUR_MS = 3_600_000
@@ -95,12 +96,7 @@ def produce_all(bootstrap: str, topic: str, cfg: SimConfig) -> int:
     )  # fmt: skip
     n = 0
     for msg in generate(cfg):
-        while True:
-            try:
-                producer.produce(topic, value=msg.value, key=msg.key)
-                break
-            except BufferError:
-                producer.poll(0.05)
+        produce_waiting(producer, topic, msg.value, msg.key)
         n += 1
         if n % 100_000 == 0:
             producer.poll(0)

@@ -35,6 +35,7 @@ from runtime import (
     redact_text,
 )
 from runtime import logs as _log
+from runtime.kafka_produce import produce_waiting
 
 __all__ = [
     "KINDS",
@@ -277,10 +278,5 @@ def _pump(
 
 def _produce(producer: Any, topic: str, msg: SimMessage, on_delivery: Any) -> None:
     """Hand one message to librdkafka, waiting for room when its queue is full."""
-    while True:
-        try:
-            producer.produce(topic, key=msg.key, value=msg.value, on_delivery=on_delivery)
-            break
-        except BufferError:
-            producer.poll(0.05)
+    produce_waiting(producer, topic, msg.value, msg.key, on_delivery=on_delivery)
     producer.poll(0)
