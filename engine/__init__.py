@@ -35,7 +35,14 @@ from engine._update import (
     sigma_next,
     window_next,
 )
-from engine.params import MS_PER_DAY, TIER_COUNT, TIER_LABELS, Params
+from engine.params import (
+    MS_PER_DAY,
+    TIER_COUNT,
+    TIER_LABELS,
+    Params,
+    tier_label,
+    tier_of_label,
+)
 
 __all__ = [
     "COUNTED",
@@ -87,7 +94,9 @@ __all__ = [
     "sigma_units",
     "smoothed",
     "take_snapshot",
+    "tier_label",
     "tier_of",
+    "tier_of_label",
     "tier_step",
     "window_mean",
     "window_next",

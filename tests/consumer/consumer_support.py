@@ -183,7 +183,7 @@ def assert_redis_equals_replay(
     assert set(lb) == set(placed)
     assert all(close(lb[p], placed[p]) for p in placed)
     counts = {k.decode(): int(v) for k, v in client.hgetall(keys.tier_counts).items() if int(v)}
-    from consumer._redis_codec import tier_label
+    from engine import tier_label
 
     want_counts: dict[str, int] = {}
     for s in want.values():
