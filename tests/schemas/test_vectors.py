@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -97,3 +98,10 @@ def test_python_encoders_write_the_canonical_bytes(vector: dict[str, Any]) -> No
     )
     assert raw.hex() == vector["hex"]
     assert msgpack.unpackb(raw) == vector["meaning"]
+
+
+def test_every_vector_the_game_server_doc_names_exists() -> None:
+    text = (REPO / "docs" / "game-servers.md").read_text()
+    named = set(re.findall(r"`((?:valid|invalid)/[a-z0-9-]+)`", text))
+    assert set(PITFALLS) <= named
+    assert named <= {v["name"] for v in VECTORS}
