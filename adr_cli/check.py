@@ -48,7 +48,7 @@ def verdict(sample: Sample, now_ms: int, limits: Limits) -> dict[str, Any]:
     """The JSON line for one message: source, verdict, reason, detail, content (+ key, headers)."""
     try:
         content = meaning(unpack(sample.raw))
-    except (ValueError, TypeError):
+    except ValueError:
         content = None
     line: dict[str, Any] = {**sample.source}
     try:

@@ -17,6 +17,7 @@ Every vector is judged at `now_ms` with the default window (1 h back, 60 s ahead
 from __future__ import annotations
 
 import json
+import math
 import struct
 import sys
 from dataclasses import dataclass
@@ -194,11 +195,12 @@ def vectors() -> list[Vector]:
 
 
 def meaning(obj: Any) -> Any:
-    """The JSON form of a decoded msgpack value (see the module docstring for the tags)."""
+    """The JSON form of a decoded msgpack value (see the module docstring for the tags); strict
+    JSON: a NaN or infinite float is tagged with its repr."""
     if isinstance(obj, bool) or obj is None or isinstance(obj, int | str):
         return obj
     if isinstance(obj, float):
-        return {"$float": obj}
+        return {"$float": obj if math.isfinite(obj) else repr(obj)}  # "nan", "inf": valid JSON
     if isinstance(obj, bytes):
         return {"$bin": obj.hex()}
     if isinstance(obj, msgpack.Timestamp):
@@ -218,8 +220,8 @@ def unpack(raw: bytes) -> Any:
     """One msgpack value with the `msgpack` package; raises ValueError if `raw` is not one."""
     try:
         return msgpack.unpackb(raw, raw=False, strict_map_key=False, timestamp=0)
-    except (ValueError, msgpack.ExtraData, msgpack.FormatError, msgpack.StackError) as exc:
-        raise ValueError(str(exc)) from exc
+    except Exception as exc:  # bad bytes, bad UTF-8, too deep, an array as a map key, ...
+        raise ValueError(f"{type(exc).__name__}: {exc}") from exc
 
 
 def document() -> dict[str, Any]:

@@ -16,7 +16,11 @@ from typing import Any
 
 import msgpack
 from confluent_kafka import Producer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from adr_cli.check import Sample, verdict
+from schemas import Limits
 from tests.consumer.consumer_support import consume_cmd, read_topic, start_process
 
 REPO = Path(__file__).resolve().parents[2]
@@ -78,6 +82,24 @@ def test_raw_files_and_raw_stdin_are_one_message_each(tmp_path: Path) -> None:
     ]  # fmt: skip
     rc, lines, _ = _adr_check("--now-ms", NOW, stdin=bytes.fromhex(by_name["valid/basic"]["hex"]))
     assert rc == 0 and lines[0]["file"] == "-"
+
+
+_ANY_MSGPACK = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats() | st.text()
+    | st.binary(),
+    lambda inner: st.lists(inner, max_size=4)
+    | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(raw=st.binary(max_size=64) | _ANY_MSGPACK.map(msgpack.packb))
+def test_any_bytes_get_a_verdict_and_a_strict_json_line(raw: bytes) -> None:
+    line = verdict(Sample(raw, {"file": "-"}), int(NOW), Limits())
+    assert line["verdict"] in ("valid", "invalid")
+    assert (line["reason"] is None) == (line["verdict"] == "valid")
+    json.loads(json.dumps(line, allow_nan=False))
 
 
 def test_usage_and_unreadable_inputs_have_their_exit_status(tmp_path: Path) -> None:
