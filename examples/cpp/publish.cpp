@@ -3,7 +3,8 @@
 // keyed by arena. librdkafka: enable.idempotence + acks=all, and partitioner=murmur2_random
 // (the Java client's partitioner; librdkafka's default, consistent_random, is CRC32 and puts
 // an arena on another partition than Java, Go or Python publishers would).
-// Exits 0 once every message is acknowledged, 1 otherwise, 2 on bad input.
+// Exits 0 once every message is acknowledged, 1 otherwise (after $ADR_DELIVERY_TIMEOUT_MS,
+// default 30000), 2 on bad input.
 // With --hex it only encodes: one hex line per event on stdout (tested against schemas/vectors).
 #include <librdkafka/rdkafkacpp.h>
 #include <msgpack.hpp>
@@ -98,7 +99,8 @@ int main(int argc, char** argv) {
       set(*conf, "acks", "all");
       set(*conf, "partitioner", "murmur2_random");
       set(*conf, "linger.ms", "5");
-      set(*conf, "message.timeout.ms", "30000");  // fail instead of retrying forever
+      // How long a message may take to be acknowledged, retries included, before it fails.
+      set(*conf, "message.timeout.ms", env("ADR_DELIVERY_TIMEOUT_MS", "30000"));
       std::string err;
       if (conf->set("dr_cb", &reports, err) != RdKafka::Conf::CONF_OK) throw std::runtime_error(err);
       producer.reset(RdKafka::Producer::create(conf.get(), err));
@@ -141,7 +143,7 @@ int main(int argc, char** argv) {
     producer->poll(0);
   }
   if (hex_only) return 0;
-  producer->flush(60000);
+  producer->flush(std::stoi(env("ADR_DELIVERY_TIMEOUT_MS", "30000")) + 5000);
   const long undelivered = sent - reports.delivered - reports.failed;
   if (reports.failed || undelivered) {
     std::cerr << "publish: " << reports.failed + undelivered << " of " << sent

@@ -1,10 +1,13 @@
-"""Each publisher example's encoder writes the canonical bytes of schemas/vectors, and refuses
-input lines it cannot encode faithfully (a float ts, a missing id) instead of publishing them."""
+"""Each publisher example's encoder writes the canonical bytes of schemas/vectors, refuses
+input lines it cannot encode faithfully (a float ts, a missing id) instead of publishing them,
+and exits non-zero with a message when the broker cannot be reached."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import time
 
 from tests.examples._build import REPO
 
@@ -38,3 +41,19 @@ def test_input_it_cannot_encode_faithfully_is_refused(publisher: tuple[str, list
         done = _run(cmd, json.dumps(good) + "\n" + json.dumps(bad) + "\n")
         assert done.returncode == 2, (bad, done.stdout, done.stderr)
         assert "line 2" in done.stderr
+
+
+def test_unreachable_broker_exits_non_zero_with_a_message(
+    publisher: tuple[str, list[str]],
+) -> None:
+    _, cmd = publisher
+    line = {"id": "e1", "arena": "a", "attacker": "p1", "victim": "p2", "ts": 1764680400000}
+    started = time.monotonic()
+    done = subprocess.run(
+        cmd, input=json.dumps(line) + "\n", capture_output=True, text=True, timeout=60,
+        env={**os.environ, "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1", "ADR_TOPIC": "t",
+             "ADR_DELIVERY_TIMEOUT_MS": "3000"},
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert "not delivered" in done.stderr
+    assert time.monotonic() - started < 30

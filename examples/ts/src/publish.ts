@@ -4,7 +4,8 @@
 // kafkajs: idempotent producer (which needs maxInFlightRequests 1 and acks -1) and the
 // Java-compatible murmur2 partitioner, named explicitly (kafkajs 1.x defaulted to a
 // partitioner that differed from Java's; 2.x warns when none is given).
-// Exits 0 once every message is acknowledged, 1 otherwise, 2 on bad input.
+// Exits 0 once every message is acknowledged, 1 otherwise (after $ADR_DELIVERY_TIMEOUT_MS,
+// default 30000), 2 on bad input.
 // With --hex it only encodes: one hex line per event on stdout (tested against schemas/vectors).
 import * as readline from "node:readline";
 import { Kafka, Partitioners, logLevel, type Message } from "kafkajs";
@@ -48,19 +49,28 @@ async function main(): Promise<number> {
     maxInFlightRequests: 1,
     createPartitioner: Partitioners.DefaultPartitioner, // Java-compatible murmur2
   });
-  try {
+  const timeoutMs = Number(process.env.ADR_DELIVERY_TIMEOUT_MS) || 30000;
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`not acknowledged within ${timeoutMs} ms`)), timeoutMs);
+  });
+  const publish = async () => {
     await producer.connect();
     // Each awaited send returns once the broker acknowledged it (acks -1: all in-sync replicas).
     for (let i = 0; i < messages.length; i += BATCH) {
       await producer.send({ topic, acks: -1, messages: messages.slice(i, i + BATCH) });
     }
+  };
+  try {
+    await Promise.race([publish(), deadline]);
     console.error(`publish: ${messages.length} delivered to ${topic}`);
     return 0;
   } catch (err) {
     console.error(`publish: not delivered: ${(err as Error).message}`);
     return 1;
   } finally {
-    await producer.disconnect().catch(() => undefined);
+    clearTimeout(timer);
+    await Promise.race([producer.disconnect(), new Promise((r) => setTimeout(r, 1000))]).catch(() => undefined);
   }
 }
 

@@ -4,7 +4,8 @@
 // franz-go: idempotent and acks=all by default (kept), and StickyKeyPartitioner(nil), which
 // hashes keys with Kafka's murmur2 exactly as the Java client (and librdkafka's
 // murmur2_random) does, so an arena lands on the same partition from every publisher.
-// Exits 0 once every record is acknowledged, 1 otherwise. With -hex it only encodes: one hex
+// Exits 0 once every record is acknowledged, 1 otherwise (after $ADR_DELIVERY_TIMEOUT_MS,
+// default 30000), 2 on bad input. With -hex it only encodes: one hex
 // line per event on stdout (what the tests compare with schemas/vectors).
 package main
 
@@ -15,6 +16,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,6 +32,16 @@ func env(name, fallback string) string {
 		return v
 	}
 	return fallback
+}
+
+// deliveryTimeout is $ADR_DELIVERY_TIMEOUT_MS (default 30 s): how long a record may take to be
+// acknowledged, retries included, before the program gives up on it.
+func deliveryTimeout() time.Duration {
+	ms, err := strconv.Atoi(env("ADR_DELIVERY_TIMEOUT_MS", "30000"))
+	if err != nil || ms < 1 {
+		ms = 30000
+	}
+	return time.Duration(ms) * time.Millisecond
 }
 
 func main() {
@@ -51,7 +63,7 @@ func run(hexOnly bool) int {
 			kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), // Java-compatible murmur2
 			kgo.RequiredAcks(kgo.AllISRAcks()),
 			kgo.ProducerLinger(5*time.Millisecond),
-			kgo.RecordDeliveryTimeout(30*time.Second), // fail instead of retrying forever
+			kgo.RecordDeliveryTimeout(deliveryTimeout()), // fail instead of retrying forever
 		)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "publish:", err)
