@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import time
+
+import pytest
 
 from tests.examples._build import REPO
 
@@ -57,3 +60,18 @@ def test_unreachable_broker_exits_non_zero_with_a_message(
     assert done.returncode == 1, done.stderr
     assert "not delivered" in done.stderr
     assert time.monotonic() - started < 30
+
+
+def test_go_sources_are_gofmt_and_vet_clean() -> None:
+    if shutil.which("go") is None:
+        pytest.skip("go not installed")
+    go = REPO / "examples" / "go"
+    unformatted = subprocess.run(
+        ["gofmt", "-l", "."], cwd=go, capture_output=True, text=True, timeout=60
+    )
+    assert unformatted.returncode == 0 and unformatted.stdout == "", unformatted.stdout
+    vet = subprocess.run(
+        ["go", "vet", "-mod=readonly", "./..."], cwd=go, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert vet.returncode == 0, vet.stderr
