@@ -209,6 +209,8 @@ def _topic_samples(args: argparse.Namespace) -> list[Sample]:
 
 def _read(consumer: Any, assignment: list[Any], count: int, timeout_s: float) -> list[Sample]:
     """Read the assigned partitions until `count` messages or each partition's end."""
+    from confluent_kafka import KafkaError
+
     if not assignment:
         return []
     consumer.assign(assignment)
@@ -220,7 +222,7 @@ def _read(consumer: Any, assignment: list[Any], count: int, timeout_s: float) ->
         if m is None:
             continue
         if m.error() is not None:
-            if m.error().code() == m.error()._PARTITION_EOF:
+            if m.error().code() == KafkaError._PARTITION_EOF:
                 pending.discard(m.partition())
                 continue
             raise _BrokerError(redact_text(str(m.error())))
