@@ -6,7 +6,8 @@ start (retention or delete-records removed events never applied) or past the end
 deleted and recreated, an unclean leader election truncated the log, an offset reset) the events
 in between are not in the log as they were: reading on would skip them, or rate other events on
 top of a state they never built, without a word. The partition is held instead, with an error
-log line and `adr_partition_held{partition}` = 1 (alert AdrPartitionHeld) until the stored offset
+log line, `adr_partition_held{partition}` = 1 (alert AdrPartitionHeld) and `/readyz` 503
+(`offsets=0 held=<partitions>`) until the stored offset
 lies inside the log again: what to do is in docs/operations.md, "AdrPartitionHeld".
 """
 
@@ -69,11 +70,13 @@ class LogRange:
             )
         self.held[partition] = why
         self._metrics.partition_held.labels(str(partition)).set(1)
+        self._publish()
 
     def forget(self, partition: int) -> None:
         """The partition left this instance (revoked) or is read again."""
         if self.held.pop(partition, None) is not None:
             self._metrics.partition_held.labels(str(partition)).set(0)
+            self._publish()
 
     def due(self) -> bool:
         """Whether the held partitions should be checked again now."""
@@ -82,3 +85,12 @@ class LogRange:
             return False
         self._next_check = now + self._recheck_s
         return True
+
+    def _publish(self) -> None:
+        """/readyz: `offsets=0 held=<partition>,...` while any partition is held."""
+        m = self._metrics
+        m.ready_flags["offsets"] = not self.held
+        if self.held:
+            m.ready_detail["held"] = ",".join(str(p) for p in sorted(self.held))
+        else:
+            m.ready_detail.pop("held", None)
