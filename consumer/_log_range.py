@@ -38,16 +38,30 @@ class LogRange:
         """partition -> why it is held."""
 
     def outside(self, consumer: Consumer, partition: int, stored: int | None) -> str | None:
-        """Why `stored` cannot be read from (None: it can). Nothing stored yet is fine: the
-        partition is read from its log start, as on a first run."""
-        if stored is None:
-            return None
+        """Why `stored` cannot be read from (None: it can).
+
+        Nothing stored is a first run, read from the log start, unless the log no longer starts
+        at 0 and the group has committed an offset for the partition: then Redis lost its state
+        (the group's offsets follow Redis's) and the events before the log start are gone.
+        """
+        tp = TopicPartition(self._topic, partition)
         try:
             low, high = consumer.get_watermark_offsets(
-                TopicPartition(self._topic, partition), timeout=_WATERMARK_TIMEOUT_S, cached=False
+                tp, timeout=_WATERMARK_TIMEOUT_S, cached=False
             )
+            if stored is None:
+                if low <= 0:
+                    return None
+                (committed,) = consumer.committed([tp], timeout=_WATERMARK_TIMEOUT_S)
+                if committed.offset < 0:
+                    return None
         except KafkaException as exc:
             return f"the log's range is unknown ({exc})"
+        if stored is None:
+            return (
+                f"no offset stored in Redis, but the group committed {committed.offset} and the "
+                f"log starts at {low}: Redis lost its state, and offsets 0..{low - 1} are gone"
+            )
         if stored < low:
             return (
                 f"stored next offset {stored} is before the log start {low}: "
