@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from adr_cli import compiled
+from runtime import compiled
 
 BUILD = compiled.activate_once()
 

@@ -14,7 +14,7 @@ from typing import Final
 import msgspec
 
 from consumer._keys import Keys
-from consumer._redis_codec import script_values, tier_label
+from consumer._redis_codec import script_values
 from engine import (
     DEFAULT_LATENESS_MS,
     Params,
@@ -26,6 +26,7 @@ from engine import (
     new_player,
     rate_kill,
     sigma_units,
+    tier_label,
 )
 from schemas import KillEvent, Role, encode_rating_change, rating_change
 

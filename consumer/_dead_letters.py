@@ -22,6 +22,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from consumer._kafka import KAFKA_LOG
 from consumer._metrics import Metrics
 from consumer.config import Config
+from runtime.kafka_produce import produce_waiting
 
 log = logging.getLogger("adr.consumer")
 
@@ -150,25 +151,22 @@ class DeadLetters:
                 ("source_partition", str(m.partition()).encode()),
                 ("source_offset", str(m.offset()).encode()),
             )
-            while True:
-                try:
-                    self._producer.produce(
-                        self._topic,
-                        value=m.value(),
-                        key=m.key(),
-                        headers=headers,
-                        on_delivery=report(m, reason),
-                    )
-                    pending += 1
-                    break
-                except BufferError:
-                    self._producer.poll(_WAIT_STEP_S)
-                except KafkaException as exc:  # refused before it was queued
-                    err = exc.args[0] if exc.args else None
-                    failed.append(
-                        (m, _reason(err) if isinstance(err, KafkaError) else "other", str(exc))
-                    )
-                    break
+            try:
+                produce_waiting(
+                    self._producer,
+                    self._topic,
+                    m.value(),
+                    m.key(),
+                    headers=headers,
+                    on_delivery=report(m, reason),
+                    wait_s=_WAIT_STEP_S,
+                )
+                pending += 1
+            except KafkaException as exc:  # refused before it was queued
+                err = exc.args[0] if exc.args else None
+                failed.append(
+                    (m, _reason(err) if isinstance(err, KafkaError) else "other", str(exc))
+                )
         started = time.monotonic()
         while pending > 0:
             self._producer.poll(_WAIT_STEP_S)

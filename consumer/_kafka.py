@@ -9,8 +9,8 @@ from typing import Final
 
 from confluent_kafka import Consumer, KafkaError, Producer
 
-from adr_cli.logs import kafka_logger
 from consumer.config import Config
+from runtime.logs import kafka_logger
 
 KAFKA_LOG: Final = kafka_logger("adr.consumer.kafka")
 """librdkafka's own lines and the clients' error reports, as JSON too, repeats throttled."""

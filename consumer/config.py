@@ -8,7 +8,6 @@ import os
 import socket
 from collections.abc import Mapping
 
-from adr_cli.params import add_param_argument, param_overrides
 from consumer._errors import ConsumerError
 from engine import DEFAULT_LATENESS_MS, ParamError
 from runtime import (
@@ -19,6 +18,7 @@ from runtime import (
     kafka_settings_from_args,
     redact_url,
 )
+from runtime.params import add_param_argument, param_overrides
 from schemas import DEFAULT_MAX_AGE_MS, DEFAULT_MAX_FUTURE_MS
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -124,17 +124,50 @@ _ENV: dict[str, tuple[str, type]] = {
 }
 
 
+# flag dest -> its one-line description in `adr consume --help`
+_HELP: dict[str, str] = {
+    "bootstrap_servers": "Kafka bootstrap servers",
+    "redis_url": "Redis of the rating pool (URL forms: docs/operations.md)",
+    "namespace": "the rating pool: Redis key prefix {ns}",
+    "topic": "topic of kill events to rate",
+    "group": "Kafka consumer group of the pool's consumers",
+    "group_instance_id": "static membership id, one per replica (e.g. the pod name)",
+    "session_timeout_ms": "Kafka group session timeout",
+    "kafka_debug": "librdkafka debug contexts, e.g. cgrp,fetch (empty: off)",
+    "rating_topic": "topic the rating changes go to",
+    "dlq_topic": "dead-letter topic for events that cannot be rated",
+    "dead_letter_timeout_ms": "how long the broker has to acknowledge a dead letter",
+    "batch_size": "most events read and written per batch",
+    "batch_wait_ms": "how long one read waits for a batch to fill",
+    "max_age_ms": "wall-clock guard: older event times are dead-lettered",
+    "max_future_ms": "wall-clock guard: event times further ahead are dead-lettered",
+    "lateness_ms": "event-time lateness: older than a partition's watermark minus this is late",
+    "metrics_port": "port of /metrics, /healthz and /readyz (0: none)",
+    "metrics_host": "address the metrics server binds",
+    "relay_batch": "most outbox entries relayed to Kafka per pump",
+    "state_cache_players": "player states kept in memory between batches",
+    "outbox_claim_idle_ms": "outbox entries of a dead relay are re-sent after this long",
+    "held_recheck_ms": "how often a partition held for an out-of-log offset is rechecked",
+    "instance_id": "this replica's name in the outbox consumer group",
+}
+_EPILOG = (
+    "exit status: 0 stopped by SIGTERM/SIGINT after the batch in hand; 2 bad configuration "
+    "(a flag, an environment variable, a Kafka setting). Failures of Kafka or Redis while "
+    "running are retried, not exits."
+)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of `adr consume`; each defaults to its environment variable, then Config's."""
+    parser.epilog = _EPILOG
     defaults = Config()
     for dest, (env, typ) in _ENV.items():
         flag = "--" + dest.replace("_", "-")
         shown = "hostname-pid" if dest == "instance_id" else getattr(defaults, dest)
         if dest == "redis_url":
             shown = f"{shown}; or a file named by {env}_FILE"
-        parser.add_argument(
-            flag, dest=dest, type=typ, default=None, help=f"(env {env}; default {shown})"
-        )
+        text = f"{_HELP[dest]} (env {env}; default {shown})"
+        parser.add_argument(flag, dest=dest, type=typ, default=None, help=text)
     add_kafka_arguments(parser)
     add_param_argument(parser)
 

@@ -26,7 +26,6 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from adr_cli import compiled
 from consumer._batch import Accepted, Plan
 from consumer._blocked import Blocked
 from consumer._cache import StateCache
@@ -43,7 +42,7 @@ from consumer._store import Store
 from consumer._writer import Batch, Ready, Writer
 from consumer.config import Config
 from engine import Params
-from runtime import connect
+from runtime import compiled, connect
 from schemas import Limits, SchemaError, decode_kill_event
 
 log = logging.getLogger("adr.consumer")
