@@ -50,8 +50,8 @@ from consumer._keys import Keys
 from consumer._redis_codec import FIELDS
 from consumer._store import Store
 from consumer._writer import Batch
-from consumer.simulate import SimConfig, generate
 from engine import Params
+from loadgen.cli import SimConfig, generate
 from schemas import Limits, decode_kill_event
 
 HOUR_MS = 3_600_000

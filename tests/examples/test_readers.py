@@ -15,9 +15,9 @@ import redis
 
 from consumer.config import Config
 from engine import Params
+from leaderboard.board import Board, Entry
 from schemas import kill_event
 from tests.consumer import consumer_support as S
-from tierjob.board import Board, Entry
 
 
 @dataclass(frozen=True)
