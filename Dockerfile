@@ -25,6 +25,7 @@ COPY evaluation ./evaluation
 COPY runtime ./runtime
 COPY loadgen ./loadgen
 COPY leaderboard ./leaderboard
+COPY redis_layout ./redis_layout
 COPY schemas ./schemas
 COPY stack ./stack
 COPY tierjob ./tierjob

@@ -36,10 +36,10 @@ import redis
 from _memory_report import MAX_AGE_MS, report
 
 from consumer._batch import Accepted, rate_batch
-from consumer._keys import Keys
 from consumer._store import Conflict, Store
 from consumer._writer import Batch
 from engine import Params, take_snapshot
+from redis_layout import Keys
 from schemas import KillEvent
 from tierjob.snapshot_codec import encode_snapshot
 

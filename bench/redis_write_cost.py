@@ -46,12 +46,12 @@ import redis
 
 import consumer._store as store_module
 from consumer._batch import Accepted, Plan, rate_batch
-from consumer._keys import Keys
 from consumer._redis_codec import FIELDS
 from consumer._store import Store
 from consumer._writer import Batch
 from engine import Params
 from loadgen.cli import SimConfig, generate
+from redis_layout import Keys
 from schemas import Limits, decode_kill_event
 
 HOUR_MS = 3_600_000

@@ -41,7 +41,8 @@ sys.path.insert(0, str(ROOT))
 import redis  # noqa: E402
 
 from engine import Params  # noqa: E402
-from tierjob import Calibrator, Config, Keys  # noqa: E402
+from redis_layout import Keys  # noqa: E402
+from tierjob import Calibrator, Config  # noqa: E402
 
 DAY_MS = 86_400_000
 T0 = 1_800_000_000_000

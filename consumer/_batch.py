@@ -13,7 +13,6 @@ from typing import Final
 
 import msgspec
 
-from consumer._keys import Keys
 from consumer._redis_codec import script_values
 from engine import (
     DEFAULT_LATENESS_MS,
@@ -28,6 +27,7 @@ from engine import (
     sigma_units,
     tier_label,
 )
+from redis_layout import Keys
 from schemas import KillEvent, Role, encode_rating_change, rating_change
 
 _LIMB_BITS: Final = 32

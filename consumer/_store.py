@@ -16,9 +16,9 @@ import redis
 
 from consumer._batch import Plan, View
 from consumer._errors import ConsumerError
-from consumer._keys import Keys
 from consumer._redis_codec import FIELDS, decode_player
 from engine import DEFAULT_LATENESS_MS, Params, PlayerState, Snapshot, initial_snapshot
+from redis_layout import Keys
 
 _SCRIPTS: Final = importlib.resources.files("consumer")
 _WRITE: Final = _SCRIPTS.joinpath("_apply.lua").read_text()

@@ -22,11 +22,11 @@ import redis
 from consumer._batch import Accepted, Plan, View, rate_batch
 from consumer._cache import Overlay, StateCache
 from consumer._errors import RedisBehind
-from consumer._keys import Keys
 from consumer._metrics import Metrics
 from consumer._retry import RedisRetry, refusal, retriable
 from consumer._store import Conflict, PendingWrite, Store
 from engine import Params
+from redis_layout import Keys
 
 log = logging.getLogger("adr.consumer")
 

@@ -33,7 +33,6 @@ from consumer._collector import Collector
 from consumer._dead_letters import DeadLetters, Stop
 from consumer._errors import RedisBehind
 from consumer._kafka import KAFKA_LOG, is_fatal, new_consumer, new_producer
-from consumer._keys import Keys
 from consumer._log_range import LogRange
 from consumer._metrics import Metrics, serve
 from consumer._relay import Relay
@@ -42,6 +41,7 @@ from consumer._store import Store
 from consumer._writer import Batch, Ready, Writer
 from consumer.config import Config
 from engine import Params
+from redis_layout import Keys
 from runtime import compiled, connect
 from schemas import Limits, SchemaError, decode_kill_event
 

@@ -13,7 +13,7 @@ import redis
 
 from engine import TIER_LABELS
 from leaderboard._errors import PlayerNotFound
-from tierjob._keys import Keys
+from redis_layout import Keys
 
 _AROUND = """
 -- KEYS[1] lb; ARGV[1] player, ARGV[2] k.  {rank0, {member, score, ...}} or false.

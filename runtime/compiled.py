@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Final
 
 ROOT: Final = Path(__file__).resolve().parent.parent
-PACKAGES: Final = ("engine", "consumer", "schemas")
+PACKAGES: Final = ("engine", "consumer", "schemas", "redis_layout")
 """Copied whole: the compiled modules import each other, and the copies must shadow together."""
 COMPILED: Final = (
     "engine/params.py",
@@ -43,7 +43,7 @@ COMPILED: Final = (
     "engine/_book.py",
     "consumer/_batch.py",
     "consumer/_cache.py",
-    "consumer/_keys.py",
+    "redis_layout/keys.py",
     "consumer/_redis_codec.py",
 )
 """engine/_state.py and schemas/ stay interpreted: their classes are msgspec Structs."""

@@ -6,7 +6,6 @@ Exceptions: `TierJobError` (root) ← `StateError` (Redis holds what cannot be r
 """
 
 from tierjob._errors import PublishError, StateError, TierJobError
-from tierjob._keys import Keys
 from tierjob.calibration import CalibrationResult, Calibrator
 from tierjob.config import Config
 from tierjob.lease import Lease
@@ -18,7 +17,6 @@ __all__ = [
     "CalibrationResult",
     "Calibrator",
     "Config",
-    "Keys",
     "Lease",
     "LeaseLost",
     "Population",

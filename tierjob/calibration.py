@@ -9,8 +9,8 @@ from typing import Literal
 import redis
 
 from engine import TIER_LABELS, Snapshot, take_snapshot
+from redis_layout import Keys
 from tierjob._errors import PublishError
-from tierjob._keys import Keys
 from tierjob.config import Config
 from tierjob.lease import Lease
 from tierjob.population import LeaseLost, Population, PopulationReader

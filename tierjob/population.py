@@ -28,9 +28,9 @@ from typing import Any
 
 import redis
 
+from redis_layout import Keys
 from tierjob import _raw, _rdb, _scripts
 from tierjob._errors import StateError, TierJobError
-from tierjob._keys import Keys
 
 _SCRIPT_BATCH = 1000
 """Player ids per reconciliation script call."""

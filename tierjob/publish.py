@@ -14,12 +14,12 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from engine import TIER_LABELS, Params, Snapshot
+from redis_layout import Keys
 from runtime import KafkaSettings
 from runtime.logs import kafka_logger
 from schemas import encode_tier_boundaries, tier_boundaries
 from tierjob import _scripts
 from tierjob._errors import PublishError, TierJobError
-from tierjob._keys import Keys
 from tierjob.population import LeaseLost
 from tierjob.snapshot_codec import encode_snapshot
 

@@ -72,8 +72,8 @@ def test_exceptions_descend_from_the_documented_root(surfaces, package: str) -> 
 
 
 SERVICES = (
-    "consumer", "engine", "evaluation", "leaderboard", "loadgen", "runtime", "schemas", "stack",
-    "tierjob",
+    "consumer", "engine", "evaluation", "leaderboard", "loadgen", "redis_layout", "runtime",
+    "schemas", "stack", "tierjob",
 )  # fmt: skip
 
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 import redis
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from consumer._keys import Keys
 from consumer._redis_codec import FIELDS, decode_player
 from consumer.config import Config
 from consumer.pipeline import Pipeline
 from engine import Params, PlayerState, RatingBook, Snapshot, sigma_units
+from redis_layout import Keys
 from runtime.kafka_produce import produce_waiting
 from schemas import KillEvent, encode_kill_event, kill_event
 

@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from consumer import Config, ConsumerError
 from consumer._kafka import new_consumer
-from consumer._keys import Keys
 from consumer._redis_codec import (
     FIELDS,
     decode_player,
@@ -27,6 +26,7 @@ from consumer._redis_codec import (
 )
 from consumer.config import add_arguments, from_args
 from engine import TIER_LABELS, Params, PlayerState, new_player, tier_label
+from redis_layout import Keys
 
 
 def _parse(argv: list[str], env: dict[str, str]) -> Config:

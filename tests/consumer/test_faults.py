@@ -15,8 +15,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from consumer_servers import DurableRedis, RestartableBroker
 
-from consumer._keys import Keys
 from engine import Params
+from redis_layout import Keys
 from runtime.kafka_produce import produce_waiting
 from schemas import decode_rating_change
 

@@ -14,9 +14,9 @@ from pathlib import Path
 import consumer_support as S
 import msgspec
 
-from consumer._keys import Keys
 from consumer.config import Config
 from engine import Params
+from redis_layout import Keys
 from runtime import connect, pool_slot
 from stack.secured import RedisCluster, SentinelSet
 

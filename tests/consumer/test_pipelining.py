@@ -11,11 +11,11 @@ import redis
 from confluent_kafka import Message
 
 from consumer._batch import Accepted, rate_batch
-from consumer._keys import Keys
 from consumer._store import Store
 from consumer.config import Config
 from consumer.pipeline import Pipeline
 from engine import Params, RatingBook
+from redis_layout import Keys
 from schemas import encode_kill_event, kill_event
 
 TOPIC = "kill-events"

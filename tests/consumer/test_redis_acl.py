@@ -14,9 +14,9 @@ import msgspec
 import pytest
 import redis
 
-from consumer._keys import Keys
 from consumer.config import Config
 from engine import Params
+from redis_layout import Keys
 from stack.secured import acl_setuser_commands, plain_redis
 
 SECRET = {"consumer": "c-9d2f", "tierjob": "t-41aa", "reader": "r-77e0"}

@@ -15,9 +15,9 @@ from pathlib import Path
 import consumer_support as S
 import redis
 
-from consumer._keys import Keys
 from consumer.config import Config
 from engine import Params
+from redis_layout import Keys
 from stack import free_port, redis_server_bin
 
 

@@ -17,9 +17,9 @@ import redis
 from consumer_servers import DurableRedis
 from redis._parsers.base import BaseParser
 
-from consumer._keys import Keys
 from consumer._retry import REFUSALS, refusal, retriable
 from engine import TIER_LABELS, Params
+from redis_layout import Keys
 from schemas import decode_rating_change
 from stack import free_port
 

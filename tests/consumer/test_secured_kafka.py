@@ -14,9 +14,9 @@ import consumer_support as S
 import pytest
 import redis
 
-from consumer._keys import Keys
 from consumer.config import Config
 from engine import Params
+from redis_layout import Keys
 from runtime import KafkaSettings
 from stack.secured import SecuredBroker, make_certificates
 

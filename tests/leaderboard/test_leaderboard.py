@@ -11,7 +11,7 @@ import redis
 
 from adr_cli.main import main
 from engine import TIER_LABELS
-from tierjob import Keys
+from redis_layout import Keys
 
 # (player, μ, tier label or "" while unplaced); bob and carol tie on μ.
 PLAYERS = [

@@ -20,7 +20,7 @@ from engine import (
     new_player,
     take_snapshot,
 )
-from tierjob import Keys
+from redis_layout import Keys
 
 DAY_MS = 86_400_000
 T0 = 1_800_000_000_000

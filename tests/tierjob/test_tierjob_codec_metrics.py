@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from prometheus_client import generate_latest
 
 from engine import Params, Snapshot
-from tierjob import Calibrator, Config, Keys, StateError, decode_snapshot, encode_snapshot
+from redis_layout import Keys
+from tierjob import Calibrator, Config, StateError, decode_snapshot, encode_snapshot
 from tierjob.metrics import Metrics
 
 _finite = st.floats(allow_nan=False, allow_infinity=False)

@@ -31,8 +31,9 @@ from engine import (
     rate_kill,
     sigma_units,
 )
+from redis_layout import Keys
 from schemas import encode_kill_event, kill_event
-from tierjob import Calibrator, Config, Keys
+from tierjob import Calibrator, Config
 
 PARAMS = Params()
 ARENA = "arena-1"

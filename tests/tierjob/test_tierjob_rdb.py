@@ -14,7 +14,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from engine import Params
-from tierjob import Calibrator, Config, Keys
+from redis_layout import Keys
+from tierjob import Calibrator, Config
 from tierjob._rdb import zset_scores
 
 _member = st.one_of(

@@ -1,4 +1,6 @@
-"""Redis key names (docs/design.md, "Redis layout"), hash-tagged `{ns}`: one slot holds all."""
+"""Every Redis key name of a rating pool (docs/design.md, "Redis layout"), hash-tagged `{ns}`
+so that one cluster slot holds the whole pool. The consumer, the tier job, the leaderboard reader
+and the benches all take their key names from here."""
 
 from __future__ import annotations
 
@@ -11,10 +13,12 @@ class Keys:
         "activity",
         "cooldown_due",
         "lb",
+        "lease",
         "namespace",
         "outbox",
         "pop",
         "prefix",
+        "pruned_to",
         "snapshot",
         "tier_counts",
     )
@@ -30,6 +34,17 @@ class Keys:
         self.snapshot = self.prefix + "snapshot"
         self.tier_counts = self.prefix + "tier_counts"
         self.cooldown_due = self.prefix + "cd_due"
+        self.lease = self.prefix + "calib:lease"
+        self.pruned_to = self.prefix + "calib:pruned_to"
+
+    @classmethod
+    def of(cls, namespace: str) -> Keys:
+        """The same as `Keys(namespace)`."""
+        return cls(namespace)
+
+    @property
+    def player_prefix(self) -> str:
+        return self.prefix + "player:"
 
     def player(self, player_id: str) -> str:
         return f"{self.prefix}player:{player_id}"
