@@ -6,7 +6,7 @@ from typing import Annotated, Final, Literal
 
 import msgspec
 
-from schemas._checks import check_ids, check_size, classify_failure, required_fields
+from schemas._checks import check_ids, check_size, decode_typed, required_fields
 from schemas._errors import Reason, SchemaError
 from schemas._limits import DEFAULT_LIMITS, MAX_ID_BYTES, Limits
 
@@ -76,10 +76,7 @@ def decode_kill_event(
 ) -> KillEvent:
     """Decode and validate one kill event; raise SchemaError with the reason otherwise."""
     check_size(raw)
-    try:
-        event = _DECODER.decode(raw)
-    except msgspec.DecodeError as exc:
-        raise classify_failure(raw, _REQUIRED, VERSION, exc) from None
+    event = decode_typed(_DECODER, raw, _REQUIRED, VERSION)
     extra = event.extra
     if extra is not msgspec.UNSET:
         is_map = _extra_is_map(extra)
