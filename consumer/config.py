@@ -36,6 +36,10 @@ class Config:
     batch_size: int = 1000
     batch_wait_ms: int = 50
     """How long one read waits for a batch to fill; bounds the latency a quiet topic adds."""
+    dlq_max_copy_bytes: int = 990_000
+    """Key + value of a dead-letter copy at most this (below librdkafka's message.max.bytes and
+    the dead-letter topic's max.message.bytes, leaving room for headers); a larger message's
+    copy is cut to fit (header `truncated`)."""
     max_age_ms: int = 3_600_000
     max_future_ms: int = 60_000
     metrics_port: int = 9108
@@ -54,6 +58,8 @@ class Config:
     """Engine parameter overrides (`--param NAME=VALUE`), checked by engine.Params."""
 
     def __post_init__(self) -> None:
+        if self.dlq_max_copy_bytes < 1:
+            raise ConsumerError("dlq_max_copy_bytes must be >= 1")
         if self.batch_size < 1 or self.relay_batch < 1:
             raise ConsumerError("batch sizes must be >= 1")
         if self.state_cache_players < 0:
@@ -76,6 +82,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "kafka_debug": ("ADR_KAFKA_DEBUG", str),
     "rating_topic": ("ADR_RATING_TOPIC", str),
     "dlq_topic": ("ADR_DLQ_TOPIC", str),
+    "dlq_max_copy_bytes": ("ADR_DLQ_MAX_COPY_BYTES", int),
     "batch_size": ("ADR_BATCH_SIZE", int),
     "batch_wait_ms": ("ADR_BATCH_WAIT_MS", int),
     "max_age_ms": ("ADR_MAX_AGE_MS", int),

@@ -39,7 +39,7 @@ from consumer._store import Store
 from consumer._writer import Batch, Ready, Writer
 from consumer.config import Config
 from engine import Params
-from schemas import Limits, SchemaError, decode_kill_event
+from schemas import Limits, Reason, SchemaError, check_key, decode_kill_event
 
 log = logging.getLogger("adr.consumer")
 
@@ -233,9 +233,15 @@ class Pipeline:
         limits = self.limits
         for m in messages:
             try:
-                event = decode_kill_event(m.value() or b"", now_ms, limits)
+                event = decode_kill_event(m.value() or b"", now_ms, limits)  # None: a tombstone
+                check_key(event, m.key())
             except SchemaError as exc:
                 rejected.append((m, exc.reason.value))
+                continue
+            except Exception as exc:  # a decoder bug: the fuzz tests say this cannot happen
+                self.metrics.swallowed.labels("decode").inc()
+                log.error("decoder raised", extra={"error": repr(exc), "offset": m.offset()})
+                rejected.append((m, Reason.UNDECODABLE.value))
                 continue
             accepted.append(Accepted(m.partition(), m.offset(), event))  # type: ignore[arg-type]
         return accepted, rejected
@@ -255,10 +261,11 @@ class Pipeline:
                 ("source_partition", str(m.partition()).encode()),
                 ("source_offset", str(m.offset()).encode()),
             ]
+            key, value = _fit(m.key(), m.value(), self.config.dlq_max_copy_bytes, headers)
             while True:
                 try:
                     self.producer.produce(
-                        self.config.dlq_topic, value=m.value(), key=m.key(), headers=headers
+                        self.config.dlq_topic, value=value, key=key, headers=headers
                     )
                     break
                 except BufferError:
@@ -386,3 +393,27 @@ class Pipeline:
             self.http.shutdown()
         self._collector.stop()
         log.info("consumer stopped")
+
+
+def _fit(
+    key: bytes | None,
+    value: bytes | None,
+    max_bytes: int,
+    headers: list[tuple[str, str | bytes | None]],
+) -> tuple[bytes | None, bytes | None]:
+    """Key and value of a dead-letter copy, cut to `max_bytes` together when larger.
+
+    A message the broker took can be up to its `message.max.bytes` (1 MiB by default); the copy
+    adds headers and must fit the producer's own limit (librdkafka's 1,000,000 bytes), else
+    produce() raises and the batch could never pass. A cut copy keeps the value's first bytes
+    and says so in header `truncated` (the original key and value sizes); the whole message is
+    still in the source topic at `source_partition`/`source_offset`.
+    """
+    key_len = len(key or b"")
+    value_len = len(value or b"")
+    if key_len + value_len <= max_bytes:
+        return key, value
+    headers.append(("truncated", f"key={key_len} value={value_len}".encode()))
+    key = None if key is None else key[: max_bytes // 2]
+    room = max_bytes - len(key or b"")
+    return key, None if value is None else value[:room]

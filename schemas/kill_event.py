@@ -104,6 +104,17 @@ def decode_kill_event(
     return event
 
 
+def check_key(event: KillEvent, key: bytes | None) -> None:
+    """The Kafka key must be the UTF-8 of `event.arena` (a null key too is a mismatch).
+
+    The key picks the partition, and only one partition keeps an arena's events in order; an
+    event keyed otherwise would be rated beside, not after, its arena's earlier kills.
+    """
+    if key is None or key != event.arena.encode():
+        shown = None if key is None else key[:80]
+        raise SchemaError(Reason.KEY_MISMATCH, f"key {shown!r} is not arena {event.arena!r}")
+
+
 def encode_kill_event(event: KillEvent) -> bytes:
     """Encode a kill event as a msgpack map (extra, when present, is written byte for byte)."""
     return _ENCODER.encode(event)
