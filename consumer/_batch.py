@@ -39,6 +39,8 @@ class Accepted:
     partition: int
     offset: int
     event: KillEvent
+    message: object = None
+    """The Kafka message it came from (its bytes go to the dead-letter topic if it is rejected)."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -56,6 +58,8 @@ class View:
     offsets: dict[int, int | None]
     """partition -> next offset to apply (None: nothing applied yet)."""
     snapshot: Snapshot
+    corrupt: dict[str, str] = dataclasses.field(default_factory=dict)
+    """player id or cooldown key -> why its stored value does not decode (left out above)."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -81,6 +85,12 @@ class Plan:
     duplicates: int = 0
     already_applied: int = 0
     counted_ts: list[int] = dataclasses.field(default_factory=list)
+    rejected: list[tuple[Accepted, str]] = dataclasses.field(default_factory=list)
+    """Events not rated, with the dead-letter reason: `corrupt_state` (a player or cooldown of
+    the event is corrupt in Redis, or the engine could not rate its stored states). They are
+    dead-lettered before this plan is written."""
+    unratable: int = 0
+    """Of those, events the engine raised on (counted as adr_corrupt_state_total{what=rating})."""
 
 
 def rate_batch(
@@ -105,23 +115,34 @@ def rate_batch(
             continue
         ev = item.event
         pair = keys.cooldown(ev.attacker, ev.victim)
+        corrupt = view.corrupt
+        if corrupt and (ev.attacker in corrupt or ev.victim in corrupt or pair in corrupt):
+            plan.rejected.append((item, "corrupt_state"))
+            continue
         if is_duplicate(cooldowns.get(pair), ev.ts, params):  # §2.1
             plan.duplicates += 1
             continue
         before: list[PlayerState] = []
+        joined = 0
         for player in (ev.attacker, ev.victim):
             state = states.get(player)
             if state is None:
                 state = view.players[player][0]
                 if state is None:  # adr-reading step 4: joins P with σ0
                     state = new_player(params)
-                    count += 1
-                    total += new_units
-                states[player] = state
+                    joined += 1
             before.append(state)
         a, b = before
-        outcome = rate_kill(a, b, ev.ts, total, count, view.snapshot, params)
-        total += outcome.sigma_units_delta
+        try:
+            outcome = rate_kill(
+                a, b, ev.ts, total + joined * new_units, count + joined, view.snapshot, params
+            )
+        except ArithmeticError:  # a stored state the decoder let through (e.g. huge window)
+            plan.rejected.append((item, "corrupt_state"))  # nothing of the event is kept
+            plan.unratable += 1
+            continue
+        count += joined
+        total += joined * new_units + outcome.sigma_units_delta
         states[ev.attacker] = outcome.attacker
         states[ev.victim] = outcome.victim
         cooldowns[pair] = ev.ts

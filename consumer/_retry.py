@@ -1,4 +1,5 @@
-"""Retrying a Redis step with exponential backoff while Redis is unreachable."""
+"""Retrying a Redis step with exponential backoff while Redis is unreachable or holds corrupt
+`pop`/offsets (a stall with readiness down, a metric and an alert, never a crash loop)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Final, TypeVar
 
 import redis
 
+from consumer._errors import CorruptState
 from consumer._metrics import Metrics
 
 REDIS_DOWN: Final = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
@@ -44,6 +46,15 @@ class RedisRetry:
                     "redis unavailable, retrying",
                     extra={"during": what, "retry_in_s": delay, "error": str(exc)},
                 )
-                time.sleep(delay)
-                metrics.tick()
-                delay = min(delay * 2, self._max_s)
+            except CorruptState as exc:  # pop or offsets: nothing can go on until repaired
+                metrics.ready_flags["redis"] = False
+                metrics.corrupt_state.labels(exc.what).inc()
+                if deadline is not None and time.monotonic() > deadline:
+                    raise
+                log.error(
+                    "corrupt state in redis, waiting for a repair (docs/operations.md)",
+                    extra={"during": what, "retry_in_s": delay, "error": str(exc)},
+                )
+            time.sleep(delay)
+            metrics.tick()
+            delay = min(delay * 2, self._max_s)

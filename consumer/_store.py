@@ -6,6 +6,7 @@ import hashlib
 import importlib.resources
 import inspect
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
@@ -14,7 +15,7 @@ import msgspec
 import redis
 
 from consumer._batch import Plan, View
-from consumer._errors import ConsumerError
+from consumer._errors import ConsumerError, CorruptState
 from consumer._keys import Keys
 from consumer._redis_codec import FIELDS, decode_player
 from engine import Params, PlayerState, Snapshot, initial_snapshot
@@ -45,11 +46,28 @@ class Conflict(Exception):
         self.what = what
 
 
-class Store:
-    """Reads and the atomic write of one rating pool (namespace) for one source topic."""
+def _ignore(_exc: CorruptState) -> None:
+    pass
 
-    def __init__(self, client: redis.Redis, keys: Keys, topic: str, params: Params) -> None:
+
+class Store:
+    """Reads and the atomic write of one rating pool (namespace) for one source topic.
+
+    A corrupt player hash or cooldown key is reported to `on_corrupt` and named in
+    `View.corrupt` (its events are not rated); a corrupt snapshot is reported and the last good
+    one kept; corrupt `pop` or offsets raise CorruptState (nothing can be computed without them).
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        keys: Keys,
+        topic: str,
+        params: Params,
+        on_corrupt: Callable[[CorruptState], None] = _ignore,
+    ) -> None:
         self._r = client
+        self._on_corrupt = on_corrupt
         self._keys = keys
         self._params = params
         self._offsets_key = keys.offsets(topic)
@@ -60,8 +78,11 @@ class Store:
         """partition -> next offset to apply, as stored with the state."""
         if not partitions:
             return {}
-        values = self._r.hmget(self._offsets_key, [str(p) for p in partitions])
-        return {p: None if v is None else int(v) for p, v in zip(partitions, values, strict=True)}
+        try:
+            values = self._r.hmget(self._offsets_key, [str(p) for p in partitions])
+        except redis.ResponseError as exc:  # e.g. WRONGTYPE
+            raise CorruptState("offsets", self._offsets_key, str(exc)) from None
+        return _offsets(self._offsets_key, partitions, values)
 
     def read_view(
         self,
@@ -97,16 +118,33 @@ class Store:
         read = _ViewRead(self, players, pairs, partitions, cached)
         write = self._write_command(plan, cooldown_ms, max_age_ms)
         sent = _Sent(self._r, _WRITE, [*read.commands, write])
-        return read.parse(sent.receive_first(len(read.commands))), PendingWrite(plan, sent)
+        replies = sent.receive_first(len(read.commands))
+        try:
+            view = read.parse(replies)
+        except CorruptState:
+            sent.abandon()  # whether the write ran is unknown: the caller redoes its batch
+            raise
+        return view, PendingWrite(plan, sent)
 
-    def _current_snapshot(self, version: bytes | None) -> Snapshot:
-        """The latest published snapshot; re-read in full only when its version changed."""
-        if version != self._snapshot_version:
-            values: Any = self._r.hmget(self._keys.snapshot, _SNAPSHOT_FIELDS)
-            self._snapshot = (
-                initial_snapshot(self._params) if values[0] is None else parse_snapshot(values)
-            )
-            self._snapshot_version = values[0]
+    def _current_snapshot(self, version: Any) -> Snapshot:
+        """The latest published snapshot; re-read in full only when its version changed.
+
+        A published snapshot that does not parse is reported once per version, and the last
+        good one (before any: the initial one) stays in use until the tier job publishes again.
+        """
+        if isinstance(version, Exception) or version != self._snapshot_version:
+            key = self._keys.snapshot
+            try:
+                if isinstance(version, Exception):
+                    raise ValueError(str(version))
+                values: Any = self._r.hmget(key, _SNAPSHOT_FIELDS)
+                self._snapshot = (
+                    initial_snapshot(self._params) if values[0] is None else parse_snapshot(values)
+                )
+            except (ValueError, TypeError, ConsumerError, redis.ResponseError) as exc:
+                self._on_corrupt(CorruptState("snapshot", key, f"{type(exc).__name__}: {exc}"))
+            if not isinstance(version, Exception):
+                self._snapshot_version = version
         return self._snapshot
 
     def write(self, plan: Plan, cooldown_ms: int, max_age_ms: int) -> None:
@@ -186,28 +224,63 @@ class _ViewRead:
         self.commands: list[bytes] = commands
 
     def parse(self, reply: list[Any]) -> View:
-        stored, pairs = self.stored, self.pairs
+        """The view; corrupt players and cooldown pairs are left out and named in `corrupt`."""
+        stored, pairs, store = self.stored, self.pairs, self.store
+        keys = store._keys
+        corrupt: dict[str, str] = {}
         for player, values in zip(self.wanted, reply, strict=False):
-            decoded = decode_player(values)
+            try:
+                decoded = decode_player(values, keys.player(player))
+            except CorruptState as exc:
+                corrupt[player] = exc.detail
+                store._on_corrupt(exc)
+                continue
             stored[player] = (None, 0) if decoded is None else decoded
-        cooldowns = (
-            {key: None if v is None else int(v) for key, v in zip(pairs, reply[-4], strict=True)}
-            if pairs
-            else {}
-        )
-        count, hi, lo = reply[-3]
-        offsets = {
-            p: None if v is None else int(v)
-            for p, v in zip(self.partitions, reply[-2], strict=False)
-        }
+        cooldowns: dict[str, int | None] = {}
+        for key, v in zip(pairs, reply[-4] if pairs else (), strict=True):
+            try:
+                cooldowns[key] = None if v is None else int(v)
+            except ValueError as exc:
+                corrupt[key] = str(exc)
+                store._on_corrupt(CorruptState("cooldown", key, str(exc)))
+        pop = reply[-3]
+        try:
+            if isinstance(pop, Exception):
+                raise ValueError(str(pop))
+            count, hi, lo = pop
+            sigma_units_total = (int(hi or 0) << 32) + int(lo or 0)
+            player_count = int(count or 0)
+        except ValueError as exc:
+            raise CorruptState("pop", keys.pop, str(exc)) from None
         return View(
             players=stored,
             cooldowns=cooldowns,
-            sigma_units_total=(int(hi or 0) << 32) + int(lo or 0),
-            player_count=int(count or 0),
-            offsets=offsets,
-            snapshot=self.store._current_snapshot(reply[-1]),
+            sigma_units_total=sigma_units_total,
+            player_count=player_count,
+            offsets=_offsets(store._offsets_key, self.partitions, reply[-2]),
+            snapshot=store._current_snapshot(reply[-1]),
+            corrupt=corrupt,
         )
+
+
+def _offsets(key: str, partitions: list[int], values: Any) -> dict[int, int | None]:
+    """partition -> stored next offset, from HMGET's reply; CorruptState if one is not an int."""
+    try:
+        if isinstance(values, Exception):
+            raise ValueError(str(values))
+        return {p: None if v is None else int(v) for p, v in zip(partitions, values, strict=False)}
+    except ValueError as exc:
+        raise CorruptState("offsets", key, str(exc)) from None
+
+
+def _read_reply(conn: Any) -> Any:
+    """One reply of a read; an error reply (e.g. WRONGTYPE: a key of the wrong type) is returned,
+    not raised, so that every reply is still read off the connection and the caller can say
+    which key is corrupt."""
+    try:
+        return conn.read_response()
+    except redis.ResponseError as exc:
+        return exc
 
 
 class PendingWrite:
@@ -238,7 +311,7 @@ def _pipelined(client: redis.Redis, commands: list[bytes]) -> list[Any]:
     conn = pool.get_connection(*_COMMAND_NAME)
     try:
         conn.send_packed_command(commands)  # type: ignore[no-untyped-call]
-        replies = [conn.read_response() for _ in commands]
+        replies = [_read_reply(conn) for _ in commands]
     except (redis.ConnectionError, redis.TimeoutError):
         conn.disconnect()  # type: ignore[no-untyped-call]
         raise
@@ -263,7 +336,14 @@ class _Sent:
 
     def receive_first(self, n: int) -> list[Any]:
         """The replies of the first n commands (the last one's stays on the wire)."""
-        return self._guard(lambda: [self._conn.read_response() for _ in range(n)], last=False)
+        return self._guard(lambda: [_read_reply(self._conn) for _ in range(n)], last=False)
+
+    def abandon(self) -> None:
+        """Give up on the last reply: close the connection (its reply is unread) and release it."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.disconnect()
+            self._client.connection_pool.release(conn)
 
     def receive_last(self) -> Any:
         try:
@@ -323,9 +403,12 @@ def parse_snapshot(values: list[bytes | None]) -> Snapshot:
         parsed = tuple(float(x) for x in items)
         if len(parsed) != _BOUNDARY_COUNT:
             raise ConsumerError(f"snapshot has {len(parsed)} boundaries, want {_BOUNDARY_COUNT}")
-    return Snapshot(
+    snapshot = Snapshot(
         taken_at=int(computed_at) if computed_at else None,
         mean_mu_active=float(mean_mu),
         boundaries=parsed,
         active_count=int(active_count or 0),
     )
+    if not all(map(math.isfinite, (snapshot.mean_mu_active, *(parsed or ())))):
+        raise ConsumerError("snapshot holds a float that is not finite")
+    return snapshot

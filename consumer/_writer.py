@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
-from consumer._batch import Accepted, Plan, rate_batch
+from consumer._batch import Accepted, Plan, View, rate_batch
 from consumer._cache import Overlay, StateCache
+from consumer._errors import CorruptState
 from consumer._keys import Keys
 from consumer._metrics import Metrics
 from consumer._retry import REDIS_DOWN, RedisRetry
@@ -26,7 +28,16 @@ log = logging.getLogger("adr.consumer")
 class Batch:
     """The decoded events of one batch and what its write must record."""
 
-    __slots__ = ("accepted", "next_offsets", "pairs", "partitions", "players", "size", "started")
+    __slots__ = (
+        "accepted",
+        "dead_lettered",
+        "next_offsets",
+        "pairs",
+        "partitions",
+        "players",
+        "size",
+        "started",
+    )
 
     def __init__(
         self,
@@ -44,6 +55,20 @@ class Batch:
         self.partitions = list(next_offsets)
         self.size = size
         self.started = started
+        self.dead_lettered: set[tuple[int, int]] = set()
+        """(partition, offset) of the events rating left out and dead-lettered (Plan.rejected)."""
+
+    def drop_rejected(self, plan: Plan) -> list[Accepted]:
+        """The events of `plan.rejected` not dropped before; later ratings of the batch (a
+        redo) no longer see them, so an event is never both dead-lettered and applied."""
+        new = [
+            a for a, _reason in plan.rejected if (a.partition, a.offset) not in self.dead_lettered
+        ]
+        if new:
+            self.dead_lettered.update((a.partition, a.offset) for a in new)
+            gone = self.dead_lettered
+            self.accepted = [a for a in self.accepted if (a.partition, a.offset) not in gone]
+        return new
 
 
 class Ready(NamedTuple):
@@ -65,6 +90,7 @@ class Writer:
         max_age_ms: int,
         metrics: Metrics,
         retry: RedisRetry,
+        on_rejected: Callable[[Batch, Plan], None] = lambda _batch, _plan: None,
     ) -> None:
         self._store = store
         self._cache = cache
@@ -73,13 +99,21 @@ class Writer:
         self._max_age_ms = max_age_ms
         self._metrics = metrics
         self._retry = retry
+        self._on_rejected = on_rejected
+        """Called with every plan that rejects events, before that plan's write is sent."""
+
+    def _rate(self, batch: Batch, view: View) -> Plan:
+        plan = rate_batch(batch.accepted, batch.next_offsets, view, self._keys, self._params)
+        if plan.rejected:
+            self._on_rejected(batch, plan)
+        return plan
 
     def rate(self, batch: Batch) -> Plan:
         """Dedup and rate `batch` on a fresh read (players in the cache are not read)."""
         view = self._store.read_view(
             batch.players, batch.pairs, batch.partitions, self._cache.entries
         )
-        return rate_batch(batch.accepted, batch.next_offsets, view, self._keys, self._params)
+        return self._rate(batch, view)
 
     def rate_behind(self, batch: Batch, ahead: Ready) -> tuple[Plan | None, Plan]:
         """Send `ahead`'s write right behind `batch`'s read, rate `batch` on top of what the
@@ -99,7 +133,7 @@ class Writer:
                 self._params.cooldown_ms,
                 self._max_age_ms,
             )
-        except REDIS_DOWN as exc:
+        except (*REDIS_DOWN, CorruptState) as exc:
             self._redis_failed(exc)  # whether the write ran is unknown: the redo finds out
             return None, self.write(ahead.batch, None)
         # What Redis holds once the write ahead has run: its players, pairs, offsets, S and P.
@@ -107,7 +141,7 @@ class Writer:
         view.offsets.update(plan.offsets)
         view.player_count += plan.count_delta
         view.sigma_units_total += (plan.sigma_hi_delta << 32) + plan.sigma_lo_delta
-        mine = rate_batch(batch.accepted, batch.next_offsets, view, self._keys, self._params)
+        mine = self._rate(batch, view)
         if self._wait(ahead, write):
             return mine, plan
         return None, self.write(ahead.batch, None)

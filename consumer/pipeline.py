@@ -30,6 +30,7 @@ from adr_cli import compiled
 from consumer._batch import Accepted, Plan
 from consumer._cache import StateCache
 from consumer._collector import Collector
+from consumer._errors import CorruptState
 from consumer._kafka import KAFKA_LOG, is_fatal, new_consumer, new_producer
 from consumer._keys import Keys
 from consumer._metrics import Metrics, serve
@@ -60,10 +61,17 @@ class Pipeline:
             config.redis_url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=5
         )
         self._retry = RedisRetry(self.metrics, config.backoff_initial_s, config.backoff_max_s)
-        self.store = Store(self.redis, self.keys, config.topic, params)
+        self.store = Store(self.redis, self.keys, config.topic, params, self._corrupt)
         self.cache = StateCache(config.state_cache_players)
         self.writer = Writer(
-            self.store, self.cache, self.keys, params, config.max_age_ms, self.metrics, self._retry
+            self.store,
+            self.cache,
+            self.keys,
+            params,
+            config.max_age_ms,
+            self.metrics,
+            self._retry,
+            self._dead_letter_rated,
         )
         self._ready: Ready | None = None
         self._fatal = False
@@ -243,7 +251,7 @@ class Pipeline:
                 log.error("decoder raised", extra={"error": repr(exc), "offset": m.offset()})
                 rejected.append((m, Reason.UNDECODABLE.value))
                 continue
-            accepted.append(Accepted(m.partition(), m.offset(), event))  # type: ignore[arg-type]
+            accepted.append(Accepted(m.partition(), m.offset(), event, m))  # type: ignore[arg-type]
         return accepted, rejected
 
     def _dead_letter(self, rejected: list[tuple[Message, str]]) -> None:
@@ -275,6 +283,27 @@ class Pipeline:
             log.warning(
                 "dead-letter topic not reachable, retrying", extra={"pending": len(self.producer)}
             )
+
+    def _dead_letter_rated(self, batch: Batch, plan: Plan) -> None:
+        """Dead-letter the events rating left out (Plan.rejected), before the write that moves
+        the offsets past them is sent."""
+        new = batch.drop_rejected(plan)
+        if plan.unratable:
+            self.metrics.corrupt_state.labels("rating").inc(plan.unratable)
+            log.error("the engine could not rate stored states", extra={"events": plan.unratable})
+        if new:
+            reasons = {(a.partition, a.offset): r for a, r in plan.rejected}
+            self._dead_letter(
+                [(cast(Message, a.message), reasons[a.partition, a.offset]) for a in new]
+            )
+
+    def _corrupt(self, exc: CorruptState) -> None:
+        """A corrupt Redis value was read and quarantined (Store): count it and say which."""
+        self.metrics.corrupt_state.labels(exc.what).inc()
+        log.error(
+            "corrupt state in redis, quarantined (docs/operations.md, Hostile input)",
+            extra={"what": exc.what, "key": exc.key, "error": exc.detail},
+        )
 
     def _commit(self, next_offsets: dict[int, int]) -> None:
         """Kafka's group offsets follow Redis (for lag dashboards); Redis stays the truth."""
