@@ -101,7 +101,7 @@ def record(client: redis.Redis, namespace: str, cfg: SimConfig, params: Params) 
     cooldown_ms, max_age_ms = params.cooldown_ms, 4 * HOUR_MS
     for batch in _batches(cfg):
         wanted = Batch(batch, {0: batch[-1].offset + 1}, len(batch), 0.0, keys)
-        view = store.read_view(wanted.players, wanted.pairs, wanted.partitions)
+        view = store.read_view(wanted.players, wanted.pairs, wanted.partitions, ids=wanted.ids)
         plan = rate_batch(batch, wanted.next_offsets, view, keys, params)
         plan.states.clear()  # not needed again: keeps the recording small
         packed = store._write_command(plan, cooldown_ms, max_age_ms)

@@ -1,6 +1,6 @@
 -- One batch of the consumer, applied atomically (docs/design.md, "Redis layout").
 -- KEYS: offsets, outbox, lb, activity, active_mu, pop, tier_counts
--- ARGV[1] the player key prefix ("{ns}:player:"); ARGV[2..8]: how many ARGV items each section
+-- ARGV[1] the player key prefix ("{ns}:player:"); ARGV[2..9]: how many ARGV items each section
 -- below has; the sections follow in order. Every number is a decimal string (Lua numbers are
 -- doubles and would lose int64 digits). Per player the script derives its rank, activity and
 -- active-μ writes from the hash values, so the client sends each value once.
@@ -11,6 +11,8 @@
 --   3 tier counts label, delta, ...   4 pop deltas: count, sigma_hi, sigma_lo
 --   5 cooldowns key, ts, pxat, ...    6 offsets partition, next, ...
 --   7 outbox: one msgpack array of [player, rating change] pairs (or nothing)
+--   8 event ids key, content digest, pxat, ...: the ids this batch counts; each key must not
+--              exist yet (another instance counted the same id: checked like a ver)
 -- A pair's cooldown needs no check of its own: counting a kill always rewrites the attacker, so
 -- a concurrent count of the same pair moves the attacker's ver, which is checked.
 -- Returns {0} when applied, {1, what, key} when a checked value changed (then nothing is written).
@@ -21,8 +23,9 @@ local CHUNK = 2000       -- stay far below Lua's limit on unpack() arguments
 
 local prefix = ARGV[1]
 local bounds = {}
-local at = 9
-for s = 1, 7 do
+local SECTIONS = 8
+local at = SECTIONS + 2
+for s = 1, SECTIONS do
   local n = tonumber(ARGV[s + 1])
   bounds[s] = {at, at + n - 1}
   at = at + n
@@ -43,6 +46,10 @@ for i = first, last, 2 do
   if (redis.call('HGET', KEYS[1], ARGV[i]) or '') ~= ARGV[i + 1] then
     return {1, 'offset', ARGV[i]}
   end
+end
+first, last = section(8)
+for i = first, last, 3 do
+  if redis.call('EXISTS', ARGV[i]) == 1 then return {1, 'event_id', ARGV[i]} end
 end
 
 local lb, activity, active, inactive = {}, {}, {}, {}
@@ -83,6 +90,8 @@ for j = 0, 2 do
   if ARGV[first + j] ~= '0' then redis.call('HINCRBY', KEYS[6], pop[j + 1], ARGV[first + j]) end
 end
 first, last = section(5)
+for i = first, last, 3 do redis.call('SET', ARGV[i], ARGV[i + 1], 'PXAT', ARGV[i + 2]) end
+first, last = section(8)
 for i = first, last, 3 do redis.call('SET', ARGV[i], ARGV[i + 1], 'PXAT', ARGV[i + 2]) end
 first, last = section(6)
 for i = first, last, CHUNK do

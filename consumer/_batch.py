@@ -8,6 +8,7 @@ hold the result. Nothing here talks to Redis or Kafka.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections import Counter
 from typing import Final
 
@@ -60,6 +61,8 @@ class View:
     snapshot: Snapshot
     corrupt: dict[str, str] = dataclasses.field(default_factory=dict)
     """player id or cooldown key -> why its stored value does not decode (left out above)."""
+    event_ids: dict[str, bytes | None] = dataclasses.field(default_factory=dict)
+    """event id key -> content digest of the event counted under that id (None: none)."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -85,10 +88,12 @@ class Plan:
     duplicates: int = 0
     already_applied: int = 0
     counted_ts: list[int] = dataclasses.field(default_factory=list)
+    event_ids: list[tuple[str, bytes, int]] = dataclasses.field(default_factory=list)
+    """(id key, content digest, ts) of every event counted: the ids the write records."""
     rejected: list[tuple[Accepted, str]] = dataclasses.field(default_factory=list)
-    """Events not rated, with the dead-letter reason: `corrupt_state` (a player or cooldown of
-    the event is corrupt in Redis, or the engine could not rate its stored states). They are
-    dead-lettered before this plan is written."""
+    """Events not rated, with the dead-letter reason: `id_reused` (the id was counted with other
+    content), `corrupt_state` (a player or cooldown of the event is corrupt in Redis, or the
+    engine could not rate its stored states). Dead-lettered before this plan is written."""
     unratable: int = 0
     """Of those, events the engine raised on (counted as adr_corrupt_state_total{what=rating})."""
 
@@ -104,6 +109,7 @@ def rate_batch(
     plan = Plan()
     states: dict[str, PlayerState] = {}
     cooldowns = dict(view.cooldowns)
+    ids = dict(view.event_ids)
     touched_pairs: dict[str, int] = {}
     total = view.sigma_units_total
     count = view.player_count
@@ -118,6 +124,14 @@ def rate_batch(
         corrupt = view.corrupt
         if corrupt and (ev.attacker in corrupt or ev.victim in corrupt or pair in corrupt):
             plan.rejected.append((item, "corrupt_state"))
+            continue
+        id_key = keys.event_id(ev.id)
+        seen = ids.get(id_key)
+        if seen is not None:  # the id was counted: a resend, or reused for another kill
+            if seen == content_digest(ev):
+                plan.duplicates += 1
+            else:
+                plan.rejected.append((item, "id_reused"))
             continue
         if is_duplicate(cooldowns.get(pair), ev.ts, params):  # §2.1
             plan.duplicates += 1
@@ -147,6 +161,8 @@ def rate_batch(
         states[ev.victim] = outcome.victim
         cooldowns[pair] = ev.ts
         touched_pairs[pair] = ev.ts
+        digest = ids[id_key] = content_digest(ev)
+        plan.event_ids.append((id_key, digest, ev.ts))
         plan.counted += 1
         plan.counted_ts.append(ev.ts)
         roles: tuple[tuple[Role, PlayerState, PlayerState, str], ...] = (
@@ -176,6 +192,13 @@ def rate_batch(
         plan.offset_checks.append((partition, stored))
         plan.offsets.append((partition, max(next_offset, stored or 0)))
     return plan
+
+
+def content_digest(ev: KillEvent) -> bytes:
+    """What an event id stands for: arena, attacker, victim and ts (not `extra`), as 16 hex
+    digits of BLAKE2b; lengths make the concatenation unambiguous."""
+    text = f"{len(ev.arena)}:{ev.arena}{len(ev.attacker)}:{ev.attacker}{ev.victim}:{ev.ts}"
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest().encode()
 
 
 def _plan_players(plan: Plan, states: dict[str, PlayerState], view: View, params: Params) -> None:

@@ -90,6 +90,7 @@ class Store:
         pairs: list[str],
         partitions: list[int],
         cached: Mapping[str, tuple[PlayerState, int]] | None = None,
+        ids: Sequence[str] = (),
     ) -> View:
         """Everything the batch is computed from, in one pipelined round trip.
 
@@ -98,7 +99,7 @@ class Store:
         The reads need not be one instant either: the write checks every player and offset it
         depends on, and S, P only shape σ̄ (see consumer/README.md, "σ̄").
         """
-        read = _ViewRead(self, players, pairs, partitions, cached)
+        read = _ViewRead(self, players, pairs, partitions, cached, ids)
         return read.parse(_pipelined(self._r, read.commands))
 
     def read_view_then_write(
@@ -110,12 +111,13 @@ class Store:
         plan: Plan,
         cooldown_ms: int,
         max_age_ms: int,
+        ids: Sequence[str] = (),
     ) -> tuple[View, PendingWrite]:
         """`read_view` for the next batch, then `plan`'s write, on one connection in that order:
         the read is answered before Redis starts the write, and the write runs while the caller
         computes on the read (`PendingWrite.result()` waits for it). The view is what Redis held
         before the write: the caller lays the plan's effect over it."""
-        read = _ViewRead(self, players, pairs, partitions, cached)
+        read = _ViewRead(self, players, pairs, partitions, cached, ids)
         write = self._write_command(plan, cooldown_ms, max_age_ms)
         sent = _Sent(self._r, _WRITE, [*read.commands, write])
         replies = sent.receive_first(len(read.commands))
@@ -169,6 +171,7 @@ class Store:
             cooldowns,
             _flat(plan.offsets),
             [_MSGPACK.encode(plan.outbox)] if plan.outbox else [],
+            [x for key, digest, ts in plan.event_ids for x in (key, digest, ts + keep_ms)],
         )
         keys = (
             self._offsets_key,
@@ -190,7 +193,7 @@ class Store:
 class _ViewRead:
     """The commands of one `read_view` and the parsing of their replies."""
 
-    __slots__ = ("commands", "pairs", "partitions", "store", "stored", "wanted")
+    __slots__ = ("commands", "ids", "pairs", "partitions", "store", "stored", "wanted")
 
     def __init__(
         self,
@@ -199,10 +202,12 @@ class _ViewRead:
         pairs: list[str],
         partitions: list[int],
         cached: Mapping[str, tuple[PlayerState, int]] | None,
+        ids: Sequence[str] = (),
     ) -> None:
         k = store._keys
         self.store = store
         self.pairs = pairs
+        self.ids = ids
         self.partitions = partitions
         self.stored: dict[str, tuple[PlayerState | None, int]] = {}
         self.wanted = players
@@ -216,6 +221,8 @@ class _ViewRead:
                     self.stored[player] = hit
         pack: Any = hiredis.pack_command  # its stub types a one-element tuple
         commands = [pack(("HMGET", k.player(p), *FIELDS)) for p in self.wanted]
+        if ids:
+            commands.append(pack(("MGET", *ids)))
         if pairs:
             commands.append(pack(("MGET", *pairs)))
         commands.append(pack(("HMGET", k.pop, "count", "sigma_hi", "sigma_lo")))
@@ -260,6 +267,7 @@ class _ViewRead:
             offsets=_offsets(store._offsets_key, self.partitions, reply[-2]),
             snapshot=store._current_snapshot(reply[-1]),
             corrupt=corrupt,
+            event_ids=dict(zip(self.ids, reply[len(self.wanted)], strict=True)) if self.ids else {},
         )
 
 

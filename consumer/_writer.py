@@ -31,6 +31,7 @@ class Batch:
     __slots__ = (
         "accepted",
         "dead_lettered",
+        "ids",
         "next_offsets",
         "pairs",
         "partitions",
@@ -52,6 +53,7 @@ class Batch:
         self.next_offsets = next_offsets
         self.players = list(dict.fromkeys(p for e in events for p in (e.attacker, e.victim)))
         self.pairs = list(dict.fromkeys(keys.cooldown(e.attacker, e.victim) for e in events))
+        self.ids = list(dict.fromkeys(keys.event_id(e.id) for e in events))
         self.partitions = list(next_offsets)
         self.size = size
         self.started = started
@@ -111,7 +113,7 @@ class Writer:
     def rate(self, batch: Batch) -> Plan:
         """Dedup and rate `batch` on a fresh read (players in the cache are not read)."""
         view = self._store.read_view(
-            batch.players, batch.pairs, batch.partitions, self._cache.entries
+            batch.players, batch.pairs, batch.partitions, self._cache.entries, batch.ids
         )
         return self._rate(batch, view)
 
@@ -132,12 +134,14 @@ class Writer:
                 plan,
                 self._params.cooldown_ms,
                 self._max_age_ms,
+                batch.ids,
             )
         except (*REDIS_DOWN, CorruptState) as exc:
             self._redis_failed(exc)  # whether the write ran is unknown: the redo finds out
             return None, self.write(ahead.batch, None)
         # What Redis holds once the write ahead has run: its players, pairs, offsets, S and P.
         view.cooldowns.update(plan.cooldowns)
+        view.event_ids.update((key, digest) for key, digest, _ts in plan.event_ids)
         view.offsets.update(plan.offsets)
         view.player_count += plan.count_delta
         view.sigma_units_total += (plan.sigma_hi_delta << 32) + plan.sigma_lo_delta
