@@ -119,3 +119,50 @@ def test_hostile_messages_are_dead_lettered_and_the_partition_moves_on(
     book = S.replay(good, params, S.SNAPSHOT)
     S.assert_redis_equals_replay(client, keys, book, params, exact=True)
     client.close()
+
+
+class _Message:
+    """The part of confluent_kafka.Message that Pipeline._decode reads."""
+
+    def __init__(self, key: bytes | None, value: bytes | None) -> None:
+        self._key, self._value = key, value
+
+    def key(self) -> bytes | None:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+    def partition(self) -> int:
+        return 0
+
+    def offset(self) -> int:
+        return 7
+
+
+def test_a_decoder_bug_is_dead_lettered_as_undecodable_and_counted(
+    monkeypatch, kafka_bootstrap: str, redis_url: str
+) -> None:
+    """The guard behind the fuzz property: were a decoder ever to raise something else, the
+    message is rejected (and counted), not the consumer."""
+    import consumer.pipeline as pipeline_module
+    from consumer.pipeline import Pipeline
+
+    def broken(raw: bytes, now_ms: int, limits: object) -> None:
+        raise ValueError("a decoder bug")
+
+    pipeline = Pipeline(
+        Config(bootstrap_servers=kafka_bootstrap, redis_url=redis_url, metrics_port=0), Params()
+    )
+    try:
+        monkeypatch.setattr(pipeline_module, "decode_kill_event", broken)
+        message = _Message(b"arena-0", b"\x80")
+        accepted, rejected = pipeline._decode([message])  # type: ignore[list-item]
+        assert accepted == [] and rejected == [(message, "undecodable")]
+        swallowed = pipeline.metrics.registry.get_sample_value(
+            "adr_errors_swallowed_total", {"where": "decode"}
+        )
+        assert swallowed == 1.0
+    finally:
+        pipeline.kafka.close()
+        pipeline.redis.close()
