@@ -154,3 +154,37 @@ def test_corrupt_offsets_and_pop_stall_until_repaired_then_everything_applies(
     book = S.replay(good, params, S.SNAPSHOT)
     S.assert_redis_equals_replay(client, keys, book, params, exact=True)
     client.close()
+
+
+def test_the_tier_job_replaces_a_corrupt_snapshot_instead_of_failing_every_run(
+    redis_url: str, unique_name
+) -> None:
+    """The tier job reads the previous snapshot each run: a corrupt one made every later run fail,
+    so nothing could ever replace it. Now it publishes a fresh one over it, counted."""
+    from tierjob import Calibrator, decode_snapshot
+    from tierjob import Config as TierConfig
+    from tierjob.metrics import Metrics as TierMetrics
+
+    ns, keys, client = S.rating_pool(redis_url, unique_name)
+    client.hset(
+        keys.snapshot, mapping={"version": "7", "boundaries": "[1, 2", "mean_mu_active": "x"}
+    )
+    job = Calibrator(client, TierConfig(namespace=ns))
+    result = job.run_once()
+    assert result.outcome == "published" and result.version == 8
+    assert result.corrupt_snapshot is not None
+    found = decode_snapshot(client.hgetall(keys.snapshot))
+    assert found is not None and found[0] == 8
+    metrics = TierMetrics()
+    metrics.observe(result)
+    assert metrics.registry.get_sample_value("adr_corrupt_state_total", {"what": "snapshot"}) == 1
+    # An unreadable version stops the run with the tier job's StateError (retried, logged).
+    client.hset(keys.snapshot, "version", "not a number")
+    client.hset(keys.snapshot, "boundaries", "[")
+    try:
+        job.run_once()
+    except Exception as exc:
+        assert type(exc).__name__ == "StateError"
+    else:
+        raise AssertionError("published over an unreadable version")
+    client.close()
