@@ -13,7 +13,8 @@ around each replay:
 - `script_arguments_only`: the same call, but the script returns once it has its arguments (the
   players' msgpack section unpacked): the cost of handing Redis and Lua what to write.
 - `script_without_*`: the script with one part left out (the `ver` checks, the players' state
-  values, the rank and activity sets, the cooldown keys, the outbox entry).
+  values, the rank and activity sets, the cooldown keys, the outbox entry, the event-id checks
+  and the event-id keys).
 - `multi_exec`: the same writes as a WATCH / MULTI / EXEC transaction (the `ver` checks as HGET
   after WATCH), the alternative to a script for a compare-and-set write.
 
@@ -136,8 +137,18 @@ def _variants() -> dict[str, str]:
             "",
         ),
         "script_without_cooldown_keys": (
+            "first, last = section(5)\nfor i = first, last, 3 do "
             "redis.call('SET', ARGV[i], ARGV[i + 1], 'PXAT', ARGV[i + 2])",
-            "",
+            "first, last = section(5)\nfor i = first, last, 3 do",
+        ),
+        "script_without_event_id_checks": (
+            "  if redis.call('EXISTS', unpack(ids, i, math.min(i + CHUNK - 1, #ids))) > 0 then",
+            "  if false then",
+        ),
+        "script_without_event_id_keys": (
+            "first, last = section(8)\nfor i = first, last, 3 do "
+            "redis.call('SET', ARGV[i], ARGV[i + 1], 'PXAT', ARGV[i + 2])",
+            "first, last = section(8)\nfor i = first, last, 3 do",
         ),
         "script_without_outbox_entry": ("redis.call('XADD', KEYS[2], '*', 'm', ARGV[i])", ""),
     }

@@ -48,8 +48,12 @@ for i = first, last, 2 do
   end
 end
 first, last = section(8)
-for i = first, last, 3 do
-  if redis.call('EXISTS', ARGV[i]) == 1 then return {1, 'event_id', ARGV[i]} end
+local ids = {}
+for i = first, last, 3 do ids[#ids + 1] = ARGV[i] end
+for i = 1, #ids, CHUNK do  -- one variadic EXISTS per chunk, not one call per id
+  if redis.call('EXISTS', unpack(ids, i, math.min(i + CHUNK - 1, #ids))) > 0 then
+    return {1, 'event_id', ids[i]}
+  end
 end
 
 local lb, activity, active, inactive = {}, {}, {}, {}
