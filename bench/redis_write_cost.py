@@ -142,7 +142,7 @@ def _variants() -> dict[str, str]:
             "first, last = section(5)\nfor i = first, last, 3 do",
         ),
         "script_without_event_id_checks": (
-            "  if redis.call('EXISTS', unpack(ids, i, math.min(i + CHUNK - 1, #ids))) > 0 then",
+            "  if redis.call('EXISTS', unpack(ids, i, j)) > 0 then",
             "  if false then",
         ),
         "script_without_event_id_keys": (

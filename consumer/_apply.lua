@@ -15,7 +15,8 @@
 --              exist yet (another instance counted the same id: checked like a ver)
 -- A pair's cooldown needs no check of its own: counting a kill always rewrites the attacker, so
 -- a concurrent count of the same pair moves the attacker's ver, which is checked.
--- Returns {0} when applied, {1, what, key} when a checked value changed (then nothing is written).
+-- Returns {0} when applied, {1, what, key} when a checked value changed, {2, 'key_type', key}
+-- when one of KEYS holds another type than this script writes (corrupt: nothing is written).
 local FIELD = {'mu', 'sigma', 'streak', 'phi', 'pool', 'n', 'last_ts', 'tier', 'h_up', 'h_down',
                'window', 'recent'}
 local PLAYER_ITEMS = 17  -- id, checked ver, new ver, 12 values, activity time, active
@@ -32,6 +33,12 @@ for s = 1, SECTIONS do
 end
 
 local function section(s) return bounds[s][1], bounds[s][2] end
+
+local TYPES = {'hash', 'stream', 'zset', 'zset', 'zset', 'hash', 'hash'}  -- of KEYS, or none
+for k = 1, #TYPES do
+  local t = redis.call('TYPE', KEYS[k])['ok']
+  if t ~= 'none' and t ~= TYPES[k] then return {2, 'key_type', KEYS[k]} end
+end
 
 local first, last = section(1)
 local P = {}
@@ -51,8 +58,11 @@ first, last = section(8)
 local ids = {}
 for i = first, last, 3 do ids[#ids + 1] = ARGV[i] end
 for i = 1, #ids, CHUNK do  -- one variadic EXISTS per chunk, not one call per id
-  if redis.call('EXISTS', unpack(ids, i, math.min(i + CHUNK - 1, #ids))) > 0 then
-    return {1, 'event_id', ids[i]}
+  local j = math.min(i + CHUNK - 1, #ids)
+  if redis.call('EXISTS', unpack(ids, i, j)) > 0 then
+    for m = i, j do  -- which: a record (a string) is a conflict; another type is overwritten
+      if redis.call('TYPE', ids[m])['ok'] == 'string' then return {1, 'event_id', ids[m]} end
+    end
   end
 end
 

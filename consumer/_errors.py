@@ -11,7 +11,8 @@ class CorruptState(ConsumerError):
     `what` names the kind of value and is the label of `adr_corrupt_state_total`: `player`,
     `cooldown` (the events that need one are dead-lettered as `corrupt_state`), `snapshot` (the
     last good one stays in use), `outbox` (the entry is moved to the quarantine stream), `pop`,
-    `offsets` (nothing can go on without them: the step is retried with backoff until repaired).
+    `offsets`, `keys` (a key of the write of another type; nothing can go on without them: the
+    step is retried with backoff until repaired).
     """
 
     def __init__(self, what: str, key: str, detail: str) -> None:

@@ -301,15 +301,23 @@ class PendingWrite:
         self._sent = sent
 
     def result(self) -> None:
-        """Returns once the write ran; Conflict if a checked value had moved (then nothing was
-        written). A connection error leaves it unknown whether the write ran."""
-        reply = self._sent.receive_last()
+        """Returns once the write ran; Conflict if a checked value had moved, CorruptState if a
+        key holds another type (then nothing was written). A connection error leaves it unknown
+        whether the write ran."""
+        try:
+            reply = self._sent.receive_last()
+        except redis.ResponseError as exc:
+            if "WRONGTYPE" not in str(exc):
+                raise
+            # A cached player's key replaced by another type (read keys are checked on read).
+            raise CorruptState("player", "", str(exc)) from None
         if int(reply[0]) != 0:
             what, key = reply[1], reply[2]
-            raise Conflict(
-                what.decode() if isinstance(what, bytes) else str(what),
-                key.decode() if isinstance(key, bytes) else str(key),
-            )
+            what = what.decode() if isinstance(what, bytes) else str(what)
+            key = key.decode() if isinstance(key, bytes) else str(key)
+            if int(reply[0]) == 2:
+                raise CorruptState("keys", key, "holds another type than the write expects")
+            raise Conflict(what, key)
 
 
 def _pipelined(client: redis.Redis, commands: list[bytes]) -> list[Any]:

@@ -166,6 +166,10 @@ class Writer:
                     self._conflict(batch, exc)
                     plan = None
                     continue
+                except CorruptState:  # re-read uncached, after RedisRetry's backoff
+                    self._cache.forget(batch.players)
+                    plan = None
+                    raise
                 self._applied(plan, started)
                 return plan
 
@@ -178,6 +182,10 @@ class Writer:
             write.result()
         except Conflict as exc:
             self._conflict(ahead.batch, exc)
+            return False
+        except CorruptState as exc:  # the redo reads the batch's players afresh
+            self._cache.forget(ahead.batch.players)
+            self._redis_failed(exc)
             return False
         except REDIS_DOWN as exc:
             self._redis_failed(exc)

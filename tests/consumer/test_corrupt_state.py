@@ -188,3 +188,38 @@ def test_the_tier_job_replaces_a_corrupt_snapshot_instead_of_failing_every_run(
     else:
         raise AssertionError("published over an unreadable version")
     client.close()
+
+
+def test_keys_of_the_wrong_type_stall_or_quarantine_never_crash(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
+) -> None:
+    """`{ns}:lb` replaced by a string: the write script refuses before writing anything and the
+    consumer waits until it is repaired. A cached player's hash replaced by a string mid-run: the
+    write fails on it, the batch is read afresh and that player's events are dead-lettered."""
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    ns, keys, client = S.rating_pool(redis_url, unique_name)
+    params = Params()
+    good = S.events(900, players=20, arenas=3, seed=23)
+    client.set(keys.lb, b"not a zset")
+    S.produce(kafka_bootstrap, topic, S.encoded(good[:300]))
+    consumer = S.start_threaded(
+        _config(kafka_bootstrap, redis_url, ns, topic, unique_name("g")), params
+    )
+    try:
+        S.wait_until(lambda: _metric(consumer, "keys") >= 2, 60, "lb reported corrupt")
+        assert consumer.thread.is_alive() and not client.hgetall(keys.offsets(topic))
+        client.delete(keys.lb)
+        S.wait_applied(client, keys, topic, {0: 300}, 120, alive=consumer.thread.is_alive)
+        victim = good[299].attacker  # in the state cache now
+        client.delete(keys.player(victim))
+        client.set(keys.player(victim), b"not a hash")
+        S.produce(kafka_bootstrap, topic, S.encoded(good[300:]))
+        S.wait_applied(client, keys, topic, {0: len(good)}, 120, alive=consumer.thread.is_alive)
+        assert _metric(consumer, "player") >= 1
+    finally:
+        consumer.stop()
+    later = [e for e in good[300:] if victim in (e.attacker, e.victim)]
+    dead = S.read_topic(kafka_bootstrap, f"{topic}-dlq", expect=len(later))
+    assert [m.value() for m in dead] == [encode_kill_event(e) for e in later]
+    assert {dict(m.headers())["reason"] for m in dead} == {b"corrupt_state"}
+    client.close()
