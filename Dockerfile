@@ -22,6 +22,7 @@ COPY adr_cli ./adr_cli
 COPY consumer ./consumer
 COPY engine ./engine
 COPY evaluation ./evaluation
+COPY runtime ./runtime
 COPY schemas ./schemas
 COPY stack ./stack
 COPY tierjob ./tierjob

@@ -21,6 +21,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("tierjob.cli", "take the population snapshot and publish tier boundaries"),
     "leaderboard": ("tierjob.leaderboard", "read the live leaderboard from Redis"),
     "evaluate": ("evaluation.cli", "run the paper's Section 10 protocol against baselines"),
+    "topics": ("adr_cli.topics", "create or check the four Kafka topics and their settings"),
     "stack": ("stack.cli", "start/stop a local Kafka broker and Redis server (no Docker)"),
     "demo": ("stack.demo", "run the whole pipeline end to end with a live leaderboard"),
 }

@@ -15,8 +15,8 @@
 --              exist yet (another instance counted the same id: checked like a ver)
 -- A pair's cooldown needs no check of its own: counting a kill always rewrites the attacker, so
 -- a concurrent count of the same pair moves the attacker's ver, which is checked.
--- Returns {0} when applied, {1, what, key} when a checked value changed, {2, 'key_type', key}
--- when one of KEYS holds another type than this script writes (corrupt: nothing is written).
+-- Returns {0} when applied, {1, what, key} when a checked value changed (then nothing is written),
+-- an error reply WRONGTYPE/BADVALUE when a key is in the way (then nothing is written either).
 local FIELD = {'mu', 'sigma', 'streak', 'phi', 'pool', 'n', 'last_ts', 'tier', 'h_up', 'h_down',
                'window', 'recent'}
 local PLAYER_ITEMS = 17  -- id, checked ver, new ver, 12 values, activity time, active
@@ -34,19 +34,34 @@ end
 
 local function section(s) return bounds[s][1], bounds[s][2] end
 
-local TYPES = {'hash', 'stream', 'zset', 'zset', 'zset', 'hash', 'hash'}  -- of KEYS, or none
-for k = 1, #TYPES do
-  local t = redis.call('TYPE', KEYS[k])['ok']
-  if t ~= 'none' and t ~= TYPES[k] then return {2, 'key_type', KEYS[k]} end
-end
-
 local first, last = section(1)
 local P = {}
 if last >= first then P = cmsgpack.unpack(ARGV[first]) end
+-- Lua scripts have no rollback: a command that fails after the first write leaves the writes
+-- before it in place. So everything a write below could fail on is checked first, and a failed
+-- check returns a WRONGTYPE or BADVALUE error before anything is written (the consumer retries
+-- it with a log line until an operator moves the key away). OOM and READONLY can only refuse
+-- the script's first write (Redis lets a script that has written go on), so they write nothing.
+local function wrongtype(key, want)
+  local t = redis.call('TYPE', key).ok
+  if t ~= 'none' and t ~= want then
+    return redis.error_reply('WRONGTYPE ' .. key .. ' holds a ' .. t .. ', the write needs a ' ..
+      want)
+  end
+end
 for i = 1, #P, PLAYER_ITEMS do
-  if (redis.call('HGET', prefix .. P[i], 'ver') or '0') ~= P[i + 1] then
+  local ver = redis.pcall('HGET', prefix .. P[i], 'ver')
+  if type(ver) == 'table' then
+    return wrongtype(prefix .. P[i], 'hash') or redis.error_reply(ver.err)
+  end
+  if (ver or '0') ~= P[i + 1] then
     return {1, 'player', prefix .. P[i]}
   end
+end
+local KIND = {'hash', 'stream', 'zset', 'zset', 'zset', 'hash', 'hash'}
+for k = 1, #KIND do
+  local err = wrongtype(KEYS[k], KIND[k])
+  if err then return err end
 end
 first, last = section(2)
 for i = first, last, 2 do
@@ -64,6 +79,21 @@ for i = 1, #ids, CHUNK do  -- one variadic EXISTS per chunk, not one call per id
       if redis.call('TYPE', ids[m])['ok'] == 'string' then return {1, 'event_id', ids[m]} end
     end
   end
+end
+local function counter(key, field)  -- HINCRBY fails on anything but a 64-bit integer
+  local v = redis.call('HGET', key, field)
+  if v and not ((v == '0' or v:match('^%-?[1-9]%d*$')) and #v <= 19) then
+    return redis.error_reply('BADVALUE ' .. key .. ' field ' .. field .. ' is not an integer')
+  end
+end
+first, last = section(3)
+for i = first, last, 2 do
+  local err = counter(KEYS[7], ARGV[i])
+  if err then return err end
+end
+for _, field in ipairs({'count', 'sigma_hi', 'sigma_lo'}) do
+  local err = counter(KEYS[6], field)
+  if err then return err end
 end
 
 local lb, activity, active, inactive = {}, {}, {}, {}

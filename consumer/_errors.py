@@ -11,8 +11,9 @@ class CorruptState(ConsumerError):
     `what` names the kind of value and is the label of `adr_corrupt_state_total`: `player`,
     `cooldown` (the events that need one are dead-lettered as `corrupt_state`), `snapshot` (the
     last good one stays in use), `outbox` (the entry is moved to the quarantine stream), `pop`,
-    `offsets`, `keys` (a key of the write of another type; nothing can go on without them: the
-    step is retried with backoff until repaired).
+    `offsets` (nothing can go on without them: the step is retried with backoff until
+    repaired). A key the write needs holding another type is a Redis refusal (WRONGTYPE,
+    consumer/_retry.py), except a player's: its events are dead-lettered.
     """
 
     def __init__(self, what: str, key: str, detail: str) -> None:

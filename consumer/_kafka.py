@@ -24,39 +24,47 @@ def is_fatal(err: object) -> bool:
     return isinstance(err, KafkaError) and (err.fatal() or err.code() == KafkaError._FATAL)
 
 
-def new_consumer(config: Config, on_error: Callable[[KafkaError], None]) -> Consumer:
+def consumer_settings(config: Config, on_error: Callable[[KafkaError], None]) -> dict[str, object]:
+    """The group member's librdkafka settings: ours, the operator's, then the guarded ones."""
     static = {"group.instance.id": config.group_instance_id} if config.group_instance_id else {}
-    return Consumer(
-        {
-            **static,
-            **_debug(config),
-            "bootstrap.servers": config.bootstrap_servers,
-            "group.id": config.group,
-            "session.timeout.ms": config.session_timeout_ms,
-            "enable.auto.commit": False,  # Redis holds the offsets; Kafka's follow for dashboards
-            "auto.offset.reset": "earliest",
-            "enable.partition.eof": False,
-            "error_cb": on_error,
-            "logger": KAFKA_LOG,
-            "fetch.wait.max.ms": max(1, min(config.batch_wait_ms, _MAX_FETCH_WAIT_MS)),
-            "max.poll.interval.ms": _MAX_POLL_INTERVAL_MS,
-        }
-    )
+    ours: dict[str, object] = {
+        **_debug(config),
+        "session.timeout.ms": config.session_timeout_ms,
+        "enable.partition.eof": False,
+        "fetch.wait.max.ms": max(1, min(config.batch_wait_ms, _MAX_FETCH_WAIT_MS)),
+        "max.poll.interval.ms": _MAX_POLL_INTERVAL_MS,
+    }
+    guarded: dict[str, object] = {
+        **static,
+        "bootstrap.servers": config.bootstrap_servers,
+        "group.id": config.group,
+        "enable.auto.commit": False,  # Redis holds the offsets; Kafka's follow for dashboards
+        "auto.offset.reset": "earliest",
+        "isolation.level": "read_committed",  # a transactional publisher's aborts never rated
+    }
+    settings = config.kafka.apply(ours, guarded)
+    return {**settings, "error_cb": on_error, "logger": KAFKA_LOG}
+
+
+def new_consumer(config: Config, on_error: Callable[[KafkaError], None]) -> Consumer:
+    return Consumer(consumer_settings(config, on_error))
+
+
+def producer_settings(config: Config, on_error: Callable[[KafkaError], None]) -> dict[str, object]:
+    """The producer's librdkafka settings: ours, the operator's, then the guarded ones."""
+    ours: dict[str, object] = {**_debug(config), "linger.ms": _PRODUCER_LINGER_MS}
+    guarded: dict[str, object] = {
+        "bootstrap.servers": config.bootstrap_servers,
+        "enable.idempotence": True,
+        "acks": "all",
+        "message.timeout.ms": 0,  # never give up: the outbox entry waits meanwhile
+    }
+    settings = config.kafka.apply(ours, guarded)
+    return {**settings, "error_cb": on_error, "logger": KAFKA_LOG}
 
 
 def new_producer(config: Config, on_error: Callable[[KafkaError], None]) -> Producer:
-    return Producer(
-        {
-            "bootstrap.servers": config.bootstrap_servers,
-            **_debug(config),
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": _PRODUCER_LINGER_MS,
-            "message.timeout.ms": 0,  # never give up: the outbox entry waits meanwhile
-            "error_cb": on_error,
-            "logger": KAFKA_LOG,
-        }
-    )
+    return Producer(producer_settings(config, on_error))
 
 
 def _debug(config: Config) -> dict[str, str]:

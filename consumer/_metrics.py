@@ -82,8 +82,33 @@ class Metrics:
             ["what"],
             registry=r,
         )
+        self.redis_refused = Counter(
+            "adr_redis_refused",
+            "Redis commands refused and retried (OOM, READONLY, BUSY, WRONGTYPE, ...)",
+            ["code"],
+            registry=r,
+        )
+        self.dead_letters_undeliverable = Counter(
+            "adr_dead_letters_undeliverable",
+            "dead letters the broker did not acknowledge (their partition stops there)",
+            ["reason"],
+            registry=r,
+        )
+        self.dead_letter_blocked = Gauge(
+            "adr_dead_letter_blocked_partitions",
+            "partitions stopped at a dead letter the broker did not acknowledge",
+            ["reason"],
+            registry=r,
+        )
         self.last_tick = time.monotonic()
-        self.ready_flags: dict[str, bool] = {"assigned": False, "redis": False, "broker": False}
+        self.ready_flags: dict[str, bool] = {
+            "assigned": False,
+            "redis": False,
+            "broker": False,
+            "dead_letters": True,
+        }
+        self.ready_detail: dict[str, str] = {}
+        """Why not ready, beyond the flags (e.g. `stopped` partitions), shown by /readyz."""
 
     def tick(self) -> None:
         self.last_tick = time.monotonic()
@@ -112,7 +137,10 @@ def serve(metrics: Metrics, host: str, port: int) -> ThreadingHTTPServer:
                 )
             elif path == "/readyz":
                 ok = metrics.ready()
-                detail = " ".join(f"{k}={int(v)}" for k, v in metrics.ready_flags.items())
+                detail = " ".join(
+                    [f"{k}={int(v)}" for k, v in metrics.ready_flags.items()]
+                    + [f"{k}={v}" for k, v in dict(metrics.ready_detail).items()]
+                )
                 body = f"{'ready' if ok else 'not ready'} {detail}\n".encode()
                 ctype, code = "text/plain", 200 if ok else 503
             else:

@@ -282,13 +282,15 @@ def _offsets(key: str, partitions: list[int], values: Any) -> dict[int, int | No
 
 
 def _read_reply(conn: Any) -> Any:
-    """One reply of a read; an error reply (e.g. WRONGTYPE: a key of the wrong type) is returned,
-    not raised, so that every reply is still read off the connection and the caller can say
-    which key is corrupt."""
+    """One reply of a read; a WRONGTYPE error reply (a key holding another type: corrupt) is
+    returned, not raised, so that every reply is still read off the connection and the caller
+    can say which key it was. Other errors (refusals such as OOM or TRYAGAIN) are raised."""
     try:
         return conn.read_response()
     except redis.ResponseError as exc:
-        return exc
+        if str(exc).startswith("WRONGTYPE"):
+            return exc
+        raise
 
 
 class PendingWrite:
@@ -301,23 +303,15 @@ class PendingWrite:
         self._sent = sent
 
     def result(self) -> None:
-        """Returns once the write ran; Conflict if a checked value had moved, CorruptState if a
-        key holds another type (then nothing was written). A connection error leaves it unknown
-        whether the write ran."""
-        try:
-            reply = self._sent.receive_last()
-        except redis.ResponseError as exc:
-            if "WRONGTYPE" not in str(exc):
-                raise
-            # A cached player's key replaced by another type (read keys are checked on read).
-            raise CorruptState("player", "", str(exc)) from None
+        """Returns once the write ran; Conflict if a checked value had moved (then nothing was
+        written). A connection error leaves it unknown whether the write ran."""
+        reply = self._sent.receive_last()
         if int(reply[0]) != 0:
             what, key = reply[1], reply[2]
-            what = what.decode() if isinstance(what, bytes) else str(what)
-            key = key.decode() if isinstance(key, bytes) else str(key)
-            if int(reply[0]) == 2:
-                raise CorruptState("keys", key, "holds another type than the write expects")
-            raise Conflict(what, key)
+            raise Conflict(
+                what.decode() if isinstance(what, bytes) else str(what),
+                key.decode() if isinstance(key, bytes) else str(key),
+            )
 
 
 def _pipelined(client: redis.Redis, commands: list[bytes]) -> list[Any]:
@@ -328,8 +322,8 @@ def _pipelined(client: redis.Redis, commands: list[bytes]) -> list[Any]:
     try:
         conn.send_packed_command(commands)  # type: ignore[no-untyped-call]
         replies = [_read_reply(conn) for _ in commands]
-    except (redis.ConnectionError, redis.TimeoutError):
-        conn.disconnect()  # type: ignore[no-untyped-call]
+    except BaseException:
+        conn.disconnect()  # type: ignore[no-untyped-call]  # replies may be left unread on it
         raise
     finally:
         pool.release(conn)

@@ -10,15 +10,18 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
+
+import redis
 
 from consumer._batch import Accepted, Plan, View, rate_batch
 from consumer._cache import Overlay, StateCache
+from consumer._dead_letters import Stop
 from consumer._errors import CorruptState
 from consumer._keys import Keys
 from consumer._metrics import Metrics
-from consumer._retry import REDIS_DOWN, RedisRetry
+from consumer._retry import RedisRetry, refusal, retriable
 from consumer._store import Conflict, PendingWrite, Store
 from engine import Params
 
@@ -72,6 +75,17 @@ class Batch:
             self.accepted = [a for a in self.accepted if (a.partition, a.offset) not in gone]
         return new
 
+    def cut(self, stops: Mapping[int, Stop]) -> None:
+        """Leave out everything at or after each partition's stop (a dead letter the broker did
+        not take); the partition's next offset becomes the stop."""
+        at = {p: stop.offset for p, stop in stops.items()}
+        for partition, offset in at.items():
+            if partition in self.next_offsets:
+                self.next_offsets[partition] = min(self.next_offsets[partition], offset)
+        self.accepted = [
+            a for a in self.accepted if a.partition not in at or a.offset < at[a.partition]
+        ]
+
 
 class Ready(NamedTuple):
     """A rated batch whose write is not sent yet."""
@@ -92,7 +106,7 @@ class Writer:
         max_age_ms: int,
         metrics: Metrics,
         retry: RedisRetry,
-        on_rejected: Callable[[Batch, Plan], None] = lambda _batch, _plan: None,
+        on_rejected: Callable[[Batch, Plan], bool] = lambda _batch, _plan: False,
     ) -> None:
         self._store = store
         self._cache = cache
@@ -102,12 +116,13 @@ class Writer:
         self._metrics = metrics
         self._retry = retry
         self._on_rejected = on_rejected
-        """Called with every plan that rejects events, before that plan's write is sent."""
+        """Called with every plan that rejects events, before that plan's write is sent; True:
+        the batch was cut (a dead letter not delivered) and is rated again."""
 
     def _rate(self, batch: Batch, view: View) -> Plan:
         plan = rate_batch(batch.accepted, batch.next_offsets, view, self._keys, self._params)
-        if plan.rejected:
-            self._on_rejected(batch, plan)
+        while plan.rejected and self._on_rejected(batch, plan):
+            plan = rate_batch(batch.accepted, batch.next_offsets, view, self._keys, self._params)
         return plan
 
     def rate(self, batch: Batch) -> Plan:
@@ -136,7 +151,9 @@ class Writer:
                 self._max_age_ms,
                 batch.ids,
             )
-        except (*REDIS_DOWN, CorruptState) as exc:
+        except (redis.RedisError, CorruptState) as exc:
+            if isinstance(exc, redis.RedisError) and not retriable(exc):
+                raise
             self._redis_failed(exc)  # whether the write ran is unknown: the redo finds out
             return None, self.write(ahead.batch, None)
         # What Redis holds once the write ahead has run: its players, pairs, offsets, S and P.
@@ -166,9 +183,10 @@ class Writer:
                     self._conflict(batch, exc)
                     plan = None
                     continue
-                except CorruptState:  # re-read uncached, after RedisRetry's backoff
-                    self._cache.forget(batch.players)
-                    plan = None
+                except redis.ResponseError as exc:
+                    if refusal(exc) == "WRONGTYPE":  # e.g. a cached player's key replaced:
+                        self._cache.forget(batch.players)  # the retry reads it, and quarantines
+                        plan = None
                     raise
                 self._applied(plan, started)
                 return plan
@@ -183,11 +201,9 @@ class Writer:
         except Conflict as exc:
             self._conflict(ahead.batch, exc)
             return False
-        except CorruptState as exc:  # the redo reads the batch's players afresh
-            self._cache.forget(ahead.batch.players)
-            self._redis_failed(exc)
-            return False
-        except REDIS_DOWN as exc:
+        except redis.RedisError as exc:
+            if not retriable(exc):
+                raise
             self._redis_failed(exc)
             self._cache.forget(ahead.batch.players)
             return False
@@ -207,4 +223,10 @@ class Writer:
     def _redis_failed(self, exc: Exception) -> None:
         self._metrics.ready_flags["redis"] = False
         self._metrics.swallowed.labels("redis_write").inc()
-        log.warning("redis failed under a write, redoing its batch", extra={"error": str(exc)})
+        code = refusal(exc)
+        if code is not None:
+            self._metrics.redis_refused.labels(code).inc()
+        log.warning(
+            "redis failed under a write, redoing its batch",
+            extra={"error": str(exc), "code": code or "unavailable"},
+        )

@@ -10,6 +10,7 @@ from consumer._errors import ConsumerError
 from consumer.config import add_arguments as _add_config_arguments
 from consumer.config import from_args
 from engine import ParamError, Params
+from runtime import RuntimeConfigError, redact_text
 
 EXIT_CONFIG = 2
 log = logging.getLogger("adr.consumer")
@@ -27,7 +28,14 @@ def run(args: argparse.Namespace) -> int:
     except (ConsumerError, ParamError) as exc:
         log.error("bad configuration", extra={"error": str(exc)})
         return EXIT_CONFIG
+    from confluent_kafka import KafkaException
+
     from consumer.pipeline import Pipeline  # imports the Kafka client only when running
 
-    Pipeline(config, params).run()
+    try:
+        pipeline = Pipeline(config, params)
+    except (KafkaException, RuntimeConfigError) as exc:  # librdkafka refused a setting
+        log.error("bad Kafka configuration", extra={"error": redact_text(str(exc))})
+        return EXIT_CONFIG
+    pipeline.run()
     return 0

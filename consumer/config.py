@@ -11,6 +11,14 @@ from collections.abc import Mapping
 from adr_cli.params import add_param_argument, param_overrides
 from consumer._errors import ConsumerError
 from engine import ParamError
+from runtime import (
+    KafkaSettings,
+    RuntimeConfigError,
+    add_kafka_arguments,
+    env_value,
+    kafka_settings_from_args,
+    redact_url,
+)
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -33,13 +41,12 @@ class Config:
     """librdkafka debug contexts (e.g. `cgrp,topic,fetch`), logged as JSON lines; empty: off."""
     rating_topic: str = "rating-changes"
     dlq_topic: str = "kill-events-dlq"
+    dead_letter_timeout_ms: int = 30_000
+    """How long the broker has to acknowledge a dead letter; one it did not take by then stops
+    its partition at that message until a retry delivers it (consumer/_blocked.py)."""
     batch_size: int = 1000
     batch_wait_ms: int = 50
     """How long one read waits for a batch to fill; bounds the latency a quiet topic adds."""
-    dlq_max_copy_bytes: int = 990_000
-    """Key + value of a dead-letter copy at most this (below librdkafka's message.max.bytes and
-    the dead-letter topic's max.message.bytes, leaving room for headers); a larger message's
-    copy is cut to fit (header `truncated`)."""
     max_age_ms: int = 3_600_000
     max_future_ms: int = 60_000
     metrics_port: int = 9108
@@ -56,16 +63,24 @@ class Config:
     )
     params: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """Engine parameter overrides (`--param NAME=VALUE`), checked by engine.Params."""
+    kafka: KafkaSettings = dataclasses.field(default_factory=KafkaSettings)
+    """The operator's librdkafka settings (security, tuning); guarded keys cannot change."""
+
+    def __repr__(self) -> str:
+        """Every field, the Redis URL's password and secret Kafka settings masked."""
+        shown = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        shown["redis_url"] = redact_url(self.redis_url)
+        return "Config(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
     def __post_init__(self) -> None:
-        if self.dlq_max_copy_bytes < 1:
-            raise ConsumerError("dlq_max_copy_bytes must be >= 1")
         if self.batch_size < 1 or self.relay_batch < 1:
             raise ConsumerError("batch sizes must be >= 1")
         if self.state_cache_players < 0:
             raise ConsumerError("state_cache_players must be >= 0")
         if self.batch_wait_ms < 0 or self.max_age_ms < 0 or self.max_future_ms < 0:
             raise ConsumerError("durations must be >= 0")
+        if self.dead_letter_timeout_ms < 1:
+            raise ConsumerError("dead_letter_timeout_ms must be >= 1 (0 would wait forever)")
         if not self.namespace or "{" in self.namespace or "}" in self.namespace:
             raise ConsumerError(f"bad namespace {self.namespace!r}")
 
@@ -82,7 +97,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "kafka_debug": ("ADR_KAFKA_DEBUG", str),
     "rating_topic": ("ADR_RATING_TOPIC", str),
     "dlq_topic": ("ADR_DLQ_TOPIC", str),
-    "dlq_max_copy_bytes": ("ADR_DLQ_MAX_COPY_BYTES", int),
+    "dead_letter_timeout_ms": ("ADR_DEAD_LETTER_TIMEOUT_MS", int),
     "batch_size": ("ADR_BATCH_SIZE", int),
     "batch_wait_ms": ("ADR_BATCH_WAIT_MS", int),
     "max_age_ms": ("ADR_MAX_AGE_MS", int),
@@ -102,9 +117,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for dest, (env, typ) in _ENV.items():
         flag = "--" + dest.replace("_", "-")
         shown = "hostname-pid" if dest == "instance_id" else getattr(defaults, dest)
+        if dest == "redis_url":
+            shown = f"{shown}; or a file named by {env}_FILE"
         parser.add_argument(
             flag, dest=dest, type=typ, default=None, help=f"(env {env}; default {shown})"
         )
+    add_kafka_arguments(parser)
     add_param_argument(parser)
 
 
@@ -116,13 +134,18 @@ def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None
         flag_value = getattr(args, dest, None)
         if flag_value is not None:
             values[dest] = flag_value
-        elif var in env:
-            try:
-                values[dest] = typ(env[var])
-            except ValueError as exc:
-                raise ConsumerError(f"bad {var}={env[var]!r}: {exc}") from exc
+            continue
+        try:
+            raw = env_value(env, var)
+            if raw is not None:
+                values[dest] = typ(raw)
+        except RuntimeConfigError as exc:
+            raise ConsumerError(str(exc)) from exc
+        except ValueError as exc:
+            raise ConsumerError(f"bad {var}={raw!r}: {exc}") from exc
     try:
         values["params"] = param_overrides(getattr(args, "param", []) or [], env)
-    except ParamError as exc:
+        values["kafka"] = kafka_settings_from_args(args, env)
+    except (ParamError, RuntimeConfigError) as exc:
         raise ConsumerError(str(exc)) from exc
     return Config(**values)  # type: ignore[arg-type]

@@ -28,8 +28,10 @@ from confluent_kafka import (
 
 from adr_cli import compiled
 from consumer._batch import Accepted, Plan
+from consumer._blocked import Blocked
 from consumer._cache import StateCache
 from consumer._collector import Collector
+from consumer._dead_letters import DeadLetters, Stop
 from consumer._errors import CorruptState
 from consumer._kafka import KAFKA_LOG, is_fatal, new_consumer, new_producer
 from consumer._keys import Keys
@@ -40,6 +42,7 @@ from consumer._store import Store
 from consumer._writer import Batch, Ready, Writer
 from consumer.config import Config
 from engine import Params
+from runtime import connect
 from schemas import Limits, Reason, SchemaError, check_key, decode_kill_event
 
 log = logging.getLogger("adr.consumer")
@@ -57,8 +60,12 @@ class Pipeline:
         self.metrics = metrics or Metrics()
         self.keys = Keys(config.namespace)
         self.limits = Limits(max_age_ms=config.max_age_ms, max_future_ms=config.max_future_ms)
-        self.redis = redis.Redis.from_url(
-            config.redis_url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=5
+        self.redis = connect(
+            config.redis_url,
+            config.namespace,
+            socket_timeout=10,
+            socket_connect_timeout=5,
+            health_check_interval=5,
         )
         self._retry = RedisRetry(self.metrics, config.backoff_initial_s, config.backoff_max_s)
         self.store = Store(self.redis, self.keys, config.topic, params, self._corrupt)
@@ -77,6 +84,10 @@ class Pipeline:
         self._fatal = False
         self.kafka = new_consumer(config, self._on_kafka_error)
         self.producer = new_producer(config, self._on_kafka_error)
+        self.dead_letters = DeadLetters(config, self.metrics, self._on_kafka_error)
+        self.blocked = Blocked(
+            self.metrics, config.topic, config.backoff_initial_s, config.backoff_max_s
+        )
         self.relay = Relay(
             self.redis,
             self.producer,
@@ -113,8 +124,10 @@ class Pipeline:
                 log.warning("closing a failed client", extra={"error": str(exc)})
         self.assigned.clear()
         self.positions.clear()
+        self.blocked.forget()
         self.kafka = new_consumer(self.config, self._on_kafka_error)
         self.producer = new_producer(self.config, self._on_kafka_error)
+        self.dead_letters.renew()
         self.relay.use_producer(self.producer)
         self._subscribe()
 
@@ -144,6 +157,7 @@ class Pipeline:
                     continue
                 if self._ready is None:
                     self._emit()
+                self.blocked.retry_due(self.kafka)
                 self._report_lag()
             self.flush()
         finally:
@@ -181,13 +195,23 @@ class Pipeline:
         """One batch through every stage. Its atomic write is held back and sent with the next
         batch's read, so that the next batch is rated while Redis runs this one's write; it is
         confirmed (commit, emit) before the next write is sent. A batch with no successor
-        within one poll is written at once (see "Pipelining" in consumer/README.md)."""
+        within one poll is written at once (see "Pipelining" in consumer/README.md).
+
+        Rejected messages are copied to the dead-letter topic first; a partition with a copy the
+        broker did not acknowledge stops at that message (consumer/_blocked.py): nothing at or
+        after it is applied, so its stored offset stays there."""
         started = time.perf_counter()
         good = self._keep_data(messages)
         if not good or self._fatal:
             return
         accepted, rejected = self._decode(good)
-        self._dead_letter(rejected)
+        stops = self.dead_letters.send(rejected, self.metrics.tick)
+        self.blocked.stop(self.kafka, stops)
+        if stops:  # nothing at or after a stop is applied: the partition stays there
+            good = [m for m in good if not _stopped(stops, m.partition(), m.offset())]
+            accepted = [a for a in accepted if not _stopped(stops, a.partition, a.offset)]
+            if not good:
+                return
         next_offsets = {cast(int, m.partition()): cast(int, m.offset()) + 1 for m in good}
         batch = Batch(accepted, next_offsets, len(good), started, self.keys)
         ahead, self._ready = self._ready, None
@@ -220,7 +244,7 @@ class Pipeline:
     def _keep_data(self, messages: list[Message]) -> list[Message]:
         """Drop (and count) transport errors; what remains are records of our partitions."""
         good: list[Message] = []
-        for m in messages:
+        for m in self.blocked.admit(messages):
             err = m.error()
             if err is None:
                 good.append(m)
@@ -254,48 +278,27 @@ class Pipeline:
             accepted.append(Accepted(m.partition(), m.offset(), event, m))  # type: ignore[arg-type]
         return accepted, rejected
 
-    def _dead_letter(self, rejected: list[tuple[Message, str]]) -> None:
-        """Send each rejected message, bytes untouched, to the DLQ and wait until Kafka has it.
-
-        The flush comes before the write that moves the offsets past these messages, so a crash
-        in between re-sends them: the dead-letter topic may hold a duplicate, never a gap.
-        """
-        if not rejected:
-            return
-        for m, reason in rejected:
-            headers: list[tuple[str, str | bytes | None]] = [
-                ("reason", reason.encode()),
-                ("source_topic", (m.topic() or "").encode()),
-                ("source_partition", str(m.partition()).encode()),
-                ("source_offset", str(m.offset()).encode()),
-            ]
-            key, value = _fit(m.key(), m.value(), self.config.dlq_max_copy_bytes, headers)
-            while True:
-                try:
-                    self.producer.produce(
-                        self.config.dlq_topic, value=value, key=key, headers=headers
-                    )
-                    break
-                except BufferError:
-                    self.producer.poll(0.1)
-            self.metrics.dead_lettered.labels(reason).inc()
-        while self.producer.flush(10) > 0:
-            log.warning(
-                "dead-letter topic not reachable, retrying", extra={"pending": len(self.producer)}
-            )
-
-    def _dead_letter_rated(self, batch: Batch, plan: Plan) -> None:
-        """Dead-letter the events rating left out (Plan.rejected), before the write that moves
-        the offsets past them is sent."""
+    def _dead_letter_rated(self, batch: Batch, plan: Plan) -> bool:
+        """Dead-letter the events rating left out (Plan.rejected: `id_reused`, `corrupt_state`)
+        before the write that moves the offsets past them is sent. A copy the broker did not
+        take stops its partition there, like one of `_decode`'s: the batch is cut at the stop
+        and True asks the writer to rate it again."""
         new = batch.drop_rejected(plan)
         if plan.unratable:
             self.metrics.corrupt_state.labels("rating").inc(plan.unratable)
             log.error("the engine could not rate stored states", extra={"events": plan.unratable})
-        if new:
-            reasons = {(a.partition, a.offset): r for a, r in plan.rejected}
-            self._dead_letter(
-                [(cast(Message, a.message), reasons[a.partition, a.offset]) for a in new]
-            )
+        if not new:
+            return False
+        reasons = {(a.partition, a.offset): r for a, r in plan.rejected}
+        stops = self.dead_letters.send(
+            [(cast(Message, a.message), reasons[a.partition, a.offset]) for a in new],
+            self.metrics.tick,
+        )
+        if not stops:
+            return False
+        self.blocked.stop(self.kafka, stops)
+        batch.cut(stops)
+        return True
 
     def _corrupt(self, exc: CorruptState) -> None:
         """A corrupt Redis value was read and quarantined (Store): count it and say which."""
@@ -337,6 +340,7 @@ class Pipeline:
         for tp in partitions:
             offset = stored.get(tp.partition)
             tp.offset = OFFSET_BEGINNING if offset is None else offset
+        self.blocked.forget([tp.partition for tp in partitions])
         consumer.assign(partitions)
         self.assigned = {tp.partition for tp in partitions}
         self.metrics.rebalances.inc()
@@ -351,6 +355,7 @@ class Pipeline:
         log.info("partitions revoked", extra={"partitions": [tp.partition for tp in partitions]})
         self.flush()  # finish the batch before the partitions move on
         consumer.unassign()
+        self.blocked.forget([tp.partition for tp in partitions])
         for tp in partitions:
             self.assigned.discard(tp.partition)
             self.positions.pop(tp.partition, None)
@@ -409,6 +414,7 @@ class Pipeline:
         except Exception as exc:
             log.warning("outbox not fully relayed at exit", extra={"error": str(exc)})
         self.producer.flush(5)
+        self.dead_letters.close(5)
         if self.positions:
             tps = [TopicPartition(self.config.topic, p, o) for p, o in self.positions.items()]
             try:
@@ -424,25 +430,7 @@ class Pipeline:
         log.info("consumer stopped")
 
 
-def _fit(
-    key: bytes | None,
-    value: bytes | None,
-    max_bytes: int,
-    headers: list[tuple[str, str | bytes | None]],
-) -> tuple[bytes | None, bytes | None]:
-    """Key and value of a dead-letter copy, cut to `max_bytes` together when larger.
-
-    A message the broker took can be up to its `message.max.bytes` (1 MiB by default); the copy
-    adds headers and must fit the producer's own limit (librdkafka's 1,000,000 bytes), else
-    produce() raises and the batch could never pass. A cut copy keeps the value's first bytes
-    and says so in header `truncated` (the original key and value sizes); the whole message is
-    still in the source topic at `source_partition`/`source_offset`.
-    """
-    key_len = len(key or b"")
-    value_len = len(value or b"")
-    if key_len + value_len <= max_bytes:
-        return key, value
-    headers.append(("truncated", f"key={key_len} value={value_len}".encode()))
-    key = None if key is None else key[: max_bytes // 2]
-    room = max_bytes - len(key or b"")
-    return key, None if value is None else value[:room]
+def _stopped(stops: dict[int, Stop], partition: int | None, offset: int | None) -> bool:
+    """Whether a message is at or after its partition's stop."""
+    stop = stops.get(cast(int, partition))
+    return stop is not None and cast(int, offset) >= stop.offset

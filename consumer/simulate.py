@@ -28,6 +28,13 @@ from consumer._traffic import (
     generate,
     replay_line,
 )
+from runtime import (
+    KafkaSettings,
+    RuntimeConfigError,
+    add_kafka_arguments,
+    kafka_settings_from_args,
+    redact_text,
+)
 
 __all__ = [
     "KINDS",
@@ -60,6 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add = parser.add_argument
     add("--bootstrap-servers", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS"),
         help="Kafka bootstrap servers (env KAFKA_BOOTSTRAP_SERVERS)")  # fmt: skip
+    add_kafka_arguments(parser)
     add("--topic", default=os.environ.get("ADR_TOPIC", "kill-events"))
     add("--arenas", type=int, default=d.arenas)
     add("--players", type=int, default=d.players)
@@ -120,11 +128,13 @@ class _TokenBucket:
             time.sleep(self.due - now)
 
 
-def _producer(bootstrap: str, topic: str, partitions: int, compression: str) -> Any:
+def _producer(
+    bootstrap: str, topic: str, partitions: int, compression: str, kafka: KafkaSettings
+) -> Any:
     from confluent_kafka import KafkaException, Producer
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-    admin_conf: dict[str, Any] = {"bootstrap.servers": bootstrap, "logger": _KAFKA_LOG}
+    admin_conf = {**kafka.apply({}, {"bootstrap.servers": bootstrap}), "logger": _KAFKA_LOG}
     admin = AdminClient(admin_conf)
     if topic not in admin.list_topics(timeout=10).topics:
         futures = admin.create_topics([NewTopic(topic, num_partitions=partitions)])
@@ -133,18 +143,20 @@ def _producer(bootstrap: str, topic: str, partitions: int, compression: str) -> 
             log.info("created topic", extra={"topic": topic, "partitions": partitions})
         except KafkaException as exc:  # created meanwhile by someone else: fine
             log.info("topic not created", extra={"topic": topic, "error": str(exc)})
-    conf: dict[str, Any] = {
-        "bootstrap.servers": bootstrap,
+    ours: dict[str, Any] = {
         "client.id": "adr-simulate",
-        "logger": _KAFKA_LOG,
-        "enable.idempotence": True,
-        "acks": "all",
         "compression.type": compression,
         "linger.ms": 5,
         "batch.size": 1_000_000,
+    }
+    guarded: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "enable.idempotence": True,
+        "acks": "all",
         # Java's partitioner: an arena lands on the partition a Java game server would pick.
         "partitioner": "murmur2_random",
     }
+    conf = {**kafka.apply(ours, guarded), "logger": _KAFKA_LOG}
     try:
         return Producer(conf)
     except KafkaException as exc:  # a librdkafka built without this codec
@@ -159,7 +171,8 @@ def run(args: argparse.Namespace) -> int:
     _log.setup()
     try:
         cfg = config_from_args(args)
-    except ValueError as exc:
+        kafka = kafka_settings_from_args(args)
+    except ValueError as exc:  # RuntimeConfigError is a ValueError
         log.error("bad configuration", extra={"error": str(exc)})
         return EXIT_USAGE
     use_kafka = not args.no_kafka
@@ -175,10 +188,13 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             producer = _producer(
-                args.bootstrap_servers, args.topic, args.partitions, args.compression
+                args.bootstrap_servers, args.topic, args.partitions, args.compression, kafka
             )
+        except RuntimeConfigError as exc:
+            log.error("bad Kafka configuration", extra={"error": str(exc)})
+            return EXIT_USAGE
         except KafkaException as exc:
-            log.error("cannot reach Kafka", extra={"error": str(exc)})
+            log.error("cannot reach Kafka", extra={"error": redact_text(str(exc))})
             return EXIT_FAILED
     try:
         out = open(args.out, "w", encoding="utf-8") if args.out else None  # noqa: SIM115

@@ -82,6 +82,8 @@ class KafkaBroker:
     tied_to_parent: bool = True
     extra_config: dict[str, str] = field(default_factory=dict)
     extra_jvm_flags: list[str] = field(default_factory=list)
+    extra_listeners: tuple[str, ...] = ()
+    """More `NAME://host:port` listeners, also advertised (e.g. SASL_SSL, SSL)."""
     pid: int | None = None
     _popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
@@ -152,6 +154,10 @@ class KafkaBroker:
             **_config(self.port, self.controller_port, data),
             **self.extra_config,
         }
+        if self.extra_listeners:
+            more = "," + ",".join(self.extra_listeners)
+            config["listeners"] += more
+            config["advertised.listeners"] += more
         self.workdir.mkdir(parents=True, exist_ok=True)
         props = self.workdir / "server.properties"
         _write_properties(props, config)

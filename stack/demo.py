@@ -23,8 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-import redis
-
+from runtime import connect
 from stack._errors import StackError
 from stack._local import LocalStack
 from stack._ports import LOOPBACK, free_port
@@ -190,7 +189,7 @@ def _watch(
     started = time.monotonic()
     deadline = started + args.duration if args.duration > 0 else None
     clear = sys.stdout.isatty()
-    client = redis.Redis.from_url(redis_url)
+    client = connect(redis_url, args.namespace)
     try:
         while True:
             for child in children:

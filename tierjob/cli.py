@@ -18,8 +18,10 @@ import time
 from types import FrameType
 
 import redis
+from confluent_kafka import KafkaException
 
 from adr_cli import logs as _log
+from runtime import RuntimeConfigError, connect, redact_text
 from tierjob._errors import TierJobError
 from tierjob.calibration import CalibrationResult, Calibrator
 from tierjob.config import Config, from_args
@@ -45,8 +47,14 @@ def run(args: argparse.Namespace) -> int:
     except TierJobError as exc:
         print(f"adr calibrate: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    client = redis.Redis.from_url(config.redis_url)
-    topic = TopicPublisher(config.bootstrap_servers, config.topic, config.kafka_timeout)
+    try:
+        topic = TopicPublisher(
+            config.bootstrap_servers, config.topic, config.kafka_timeout, config.kafka
+        )
+    except (KafkaException, RuntimeConfigError) as exc:  # librdkafka refused a setting
+        print(f"adr calibrate: bad Kafka configuration: {redact_text(str(exc))}", file=sys.stderr)
+        return EXIT_USAGE
+    client = connect(config.redis_url, config.namespace)
     calibrator = Calibrator(client, config, topic)
     try:
         if config.every is None:

@@ -11,6 +11,14 @@ from collections.abc import Mapping
 
 from adr_cli.params import add_param_argument, param_overrides
 from engine import ParamError, Params
+from runtime import (
+    KafkaSettings,
+    RuntimeConfigError,
+    add_kafka_arguments,
+    env_value,
+    kafka_settings_from_args,
+    redact_url,
+)
 from tierjob._errors import TierJobError
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -42,6 +50,14 @@ class Config:
         default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     )
     params: Params = dataclasses.field(default_factory=Params)
+    kafka: KafkaSettings = dataclasses.field(default_factory=KafkaSettings)
+    """The operator's librdkafka settings (security, tuning); guarded keys cannot change."""
+
+    def __repr__(self) -> str:
+        """Every field, the Redis URL's password and secret Kafka settings masked."""
+        shown = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        shown["redis_url"] = redact_url(self.redis_url)
+        return "Config(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
     def __post_init__(self) -> None:
         if not self.namespace or "{" in self.namespace or "}" in self.namespace:
@@ -67,7 +83,7 @@ class Config:
 
 # flag dest -> (environment variable, type, help)
 _ENV: dict[str, tuple[str, type, str]] = {
-    "redis_url": ("REDIS_URL", str, "Redis holding the rating state"),
+    "redis_url": ("REDIS_URL", str, "Redis holding the rating state (or REDIS_URL_FILE)"),
     "bootstrap_servers": ("KAFKA_BOOTSTRAP_SERVERS", str, "Kafka bootstrap servers"),
     "namespace": ("ADR_NAMESPACE", str, "Redis key namespace {ns}; the topic's message key"),
     "topic": ("ADR_TIER_TOPIC", str, "compacted topic for tier-boundaries v1 (created if missing)"),
@@ -103,6 +119,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         else:
             help_text = f"{text} (env {env}; default {shown})"
         parser.add_argument(flag, dest=dest, type=typ, default=None, help=help_text)
+    add_kafka_arguments(parser)
     add_param_argument(parser)
 
 
@@ -122,10 +139,18 @@ def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None
         flag_value = getattr(args, dest, None)
         if flag_value is not None:
             values[dest] = flag_value
-        elif env.get(var):
-            try:
-                values[dest] = typ(env[var])
-            except ValueError as exc:
-                raise TierJobError(f"bad {var}={env[var]!r}: {exc}") from exc
+            continue
+        try:
+            raw = env_value(env, var)
+            if raw:
+                values[dest] = typ(raw)
+        except RuntimeConfigError as exc:
+            raise TierJobError(str(exc)) from exc
+        except ValueError as exc:
+            raise TierJobError(f"bad {var}={raw!r}: {exc}") from exc
     values["params"] = params_from_args(args, env)
+    try:
+        values["kafka"] = kafka_settings_from_args(args, env)
+    except RuntimeConfigError as exc:
+        raise TierJobError(str(exc)) from exc
     return Config(**values)  # type: ignore[arg-type]

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import redis
 
 from adr_cli.params import add_param_argument
+from runtime import RuntimeConfigError, connect, env_value, redact_text
 from tierjob._errors import TierJobError
 from tierjob.board import Board, Entry, PlayerNotFound, TierTable
 from tierjob.config import DEFAULT_REDIS_URL, params_from_args
@@ -67,14 +68,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    url = args.redis_url or os.environ.get("REDIS_URL") or DEFAULT_REDIS_URL
     namespace = args.namespace or os.environ.get("ADR_NAMESPACE") or "adr"
     try:
+        url = args.redis_url or env_value(os.environ, "REDIS_URL") or DEFAULT_REDIS_URL
         params = params_from_args(args, os.environ)
-    except TierJobError as exc:
+        client = connect(url, namespace)
+    except (TierJobError, RuntimeConfigError) as exc:
         print(f"adr leaderboard: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    client = redis.Redis.from_url(url)
     board = Board(client, namespace)
     try:
         if args.action == "top":
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"adr leaderboard: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND
     except (redis.RedisError, TierJobError, ValueError) as exc:
-        print(f"adr leaderboard: {exc}", file=sys.stderr)
+        print(f"adr leaderboard: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_REDIS
     finally:
         client.close()

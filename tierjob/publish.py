@@ -7,7 +7,7 @@ newer one: readers of the topic keep the message with the highest `version`.
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Final
 
 import redis
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 
 from adr_cli.logs import kafka_logger
 from engine import TIER_LABELS, Params, Snapshot
+from runtime import KafkaSettings
 from schemas import encode_tier_boundaries, tier_boundaries
 from tierjob import _scripts
 from tierjob._errors import PublishError, TierJobError
@@ -78,24 +79,31 @@ def tier_boundaries_message(version: int, snapshot: Snapshot, params: Params) ->
 class TopicPublisher:
     """Produces tier-boundaries messages to the compacted topic, one per publication."""
 
-    def __init__(self, bootstrap_servers: str, topic: str, timeout_s: float) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topic: str,
+        timeout_s: float,
+        kafka: KafkaSettings | None = None,
+    ) -> None:
         self.topic = topic
         self._timeout = timeout_s
+        self._kafka = kafka or KafkaSettings()
         self._bootstrap = bootstrap_servers
-        self._producer = Producer(
-            {
-                "bootstrap.servers": bootstrap_servers,
-                "enable.idempotence": True,
-                "acks": "all",
-                "linger.ms": 0,
-                "message.timeout.ms": max(1000, int(timeout_s * 1000)),
-                "logger": KAFKA_LOG,
-            }
-        )
+        guarded = {
+            "bootstrap.servers": bootstrap_servers,
+            "enable.idempotence": True,
+            "acks": "all",
+        }
+        ours = {"linger.ms": 0, "message.timeout.ms": max(1000, int(timeout_s * 1000))}
+        self._producer = Producer({**self._kafka.apply(ours, guarded), "logger": KAFKA_LOG})
 
     def ensure_topic(self) -> None:
         """Create the topic (one partition, cleanup.policy=compact) unless it exists."""
-        conf: dict[str, Any] = {"bootstrap.servers": self._bootstrap, "logger": KAFKA_LOG}
+        conf = {
+            **self._kafka.apply({}, {"bootstrap.servers": self._bootstrap}),
+            "logger": KAFKA_LOG,
+        }
         admin = AdminClient(conf)
         new = NewTopic(self.topic, num_partitions=1, config={"cleanup.policy": "compact"})
         future = admin.create_topics([new], operation_timeout=self._timeout)[self.topic]

@@ -193,9 +193,10 @@ def test_the_tier_job_replaces_a_corrupt_snapshot_instead_of_failing_every_run(
 def test_keys_of_the_wrong_type_stall_or_quarantine_never_crash(
     kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
 ) -> None:
-    """`{ns}:lb` replaced by a string: the write script refuses before writing anything and the
-    consumer waits until it is repaired. A cached player's hash replaced by a string mid-run: the
-    write fails on it, the batch is read afresh and that player's events are dead-lettered."""
+    """`{ns}:lb` replaced by a string: the write script refuses before writing anything
+    (WRONGTYPE) and the consumer waits until it is repaired. A cached player's hash replaced by
+    a string mid-run: the write fails on it, the batch is read afresh and that player's events
+    are dead-lettered."""
     topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
     ns, keys, client = S.rating_pool(redis_url, unique_name)
     params = Params()
@@ -206,7 +207,12 @@ def test_keys_of_the_wrong_type_stall_or_quarantine_never_crash(
         _config(kafka_bootstrap, redis_url, ns, topic, unique_name("g")), params
     )
     try:
-        S.wait_until(lambda: _metric(consumer, "keys") >= 2, 60, "lb reported corrupt")
+        refused = consumer.pipeline.metrics.registry.get_sample_value
+        S.wait_until(
+            lambda: (refused("adr_redis_refused_total", {"code": "WRONGTYPE"}) or 0) >= 2,
+            60,
+            "the write refused over lb",
+        )
         assert consumer.thread.is_alive() and not client.hgetall(keys.offsets(topic))
         client.delete(keys.lb)
         S.wait_applied(client, keys, topic, {0: 300}, 120, alive=consumer.thread.is_alive)

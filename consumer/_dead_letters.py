@@ -1,0 +1,214 @@
+"""Dead letters that count only once the broker acknowledged them.
+
+A rejected message is copied, bytes and headers untouched plus the reason headers, to the
+dead-letter topic by a producer of its own, and the batch waits for every copy's delivery report.
+A copy the broker did not take (the topic is missing and the broker does not create topics, the
+consumer may not write to it, the copy is over the topic's `max.message.bytes`, the broker did
+not answer within `dead_letter_timeout_ms`) is not delivered: `send` names, per partition, the
+first message that must not be passed, and the pipeline stops that partition there
+(consumer/_blocked.py) until a retry delivers it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable
+from typing import Final, cast
+
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
+
+from consumer._kafka import KAFKA_LOG
+from consumer._metrics import Metrics
+from consumer.config import Config
+
+log = logging.getLogger("adr.consumer")
+
+REASONS: Final = ("topic_missing", "not_authorized", "too_large", "timed_out", "other")
+"""Why a dead letter was not delivered (the `reason` label of the metrics; bounded)."""
+_TOO_LARGE: Final = frozenset(
+    (
+        KafkaError.MSG_SIZE_TOO_LARGE,
+        KafkaError.RECORD_LIST_TOO_LARGE,
+    )
+)
+_MISSING: Final = frozenset((KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC))
+_DENIED: Final = frozenset(
+    (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED)
+)
+_MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
+"""The producer's own bound, above any topic's: the topic's `max.message.bytes` decides, and
+raising it is the fix an operator can make."""
+_METADATA_TIMEOUT_S: Final = 5.0
+_WAIT_STEP_S: Final = 0.2
+_LOG_WAIT_EVERY_S: Final = 10.0
+_NO_TOPIC: Final = "the broker has no such topic"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Stop:
+    """Where a partition must stop: the first message whose dead letter was not delivered."""
+
+    offset: int
+    reason: str
+    error: str
+
+
+def new_dead_letter_producer(config: Config, on_error: Callable[[KafkaError], None]) -> Producer:
+    return Producer(
+        {
+            "bootstrap.servers": config.bootstrap_servers,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 5,
+            # A report within this long, delivered or not: an undeliverable copy stops its
+            # partition with a reason instead of holding every partition in an endless wait.
+            "message.timeout.ms": config.dead_letter_timeout_ms,
+            "message.max.bytes": _MAX_MESSAGE_BYTES,
+            "error_cb": on_error,
+            "logger": KAFKA_LOG,
+        }
+    )
+
+
+class DeadLetters:
+    """The dead-letter topic of one consumer instance."""
+
+    def __init__(
+        self, config: Config, metrics: Metrics, on_error: Callable[[KafkaError], None]
+    ) -> None:
+        self._config = config
+        self._topic = config.dlq_topic
+        self._metrics = metrics
+        self._on_error = on_error
+        self._producer = new_dead_letter_producer(config, on_error)
+        self._missing = False
+        """The last try found the topic missing: check that first instead of waiting again."""
+
+    def renew(self) -> None:
+        """A new producer (after a fatal client error)."""
+        self.close(0)
+        self._producer = new_dead_letter_producer(self._config, self._on_error)
+
+    def close(self, timeout_s: float) -> None:
+        try:
+            self._producer.flush(timeout_s)
+        except Exception as exc:
+            log.warning("closing the dead-letter producer", extra={"error": str(exc)})
+
+    def send(
+        self, rejected: list[tuple[Message, str]], tick: Callable[[], None]
+    ) -> dict[int, Stop]:
+        """Copy each rejected message to the dead-letter topic and wait for every report.
+
+        Returns partition -> Stop for each partition with a copy the broker did not take (the
+        first such message); the copies of all other messages were acknowledged. `tick` is
+        called while waiting (the wait is bounded by `dead_letter_timeout_ms`).
+        """
+        if not rejected:
+            return {}
+        if self._missing:
+            self._missing = self._topic_missing()
+            if self._missing:  # still: fail at once, do not wait for the timeout again
+                return self._stops([(m, "topic_missing", _NO_TOPIC) for m, _ in rejected])
+        failed = self._deliver(rejected, tick)
+        if len(failed) > 1 and any(reason == "too_large" for _, reason, _ in failed):
+            # The broker refuses a whole batch of copies for one that is too large: send the
+            # refused ones one at a time, so that only a copy that is itself too large stops.
+            refused = {id(m) for m, _, _ in failed}
+            again = [(m, r) for m, r in rejected if id(m) in refused]
+            failed = [f for item in again for f in self._deliver([item], tick)]
+        if failed and any(reason == "timed_out" for _, reason, _ in failed):
+            self._missing = self._topic_missing()
+            if self._missing:
+                failed = [(m, "topic_missing", _NO_TOPIC) for m, _, _ in failed]
+        return self._stops(failed)
+
+    def _deliver(
+        self, rejected: list[tuple[Message, str]], tick: Callable[[], None]
+    ) -> list[tuple[Message, str, str]]:
+        """Produce the copies and wait for their reports; returns (message, reason, error) of
+        each copy the broker did not take."""
+        failed: list[tuple[Message, str, str]] = []
+        pending = 0
+
+        def report(m: Message, reason: str) -> Callable[[KafkaError | None, Message], None]:
+            def delivered(err: KafkaError | None, _msg: Message) -> None:
+                nonlocal pending
+                pending -= 1
+                if err is None:
+                    self._metrics.dead_lettered.labels(reason).inc()
+                else:
+                    failed.append((m, _reason(err), str(err)))
+
+            return delivered
+
+        for m, reason in rejected:
+            original = cast("list[tuple[str, str | bytes | None]] | None", m.headers())
+            headers = list(original or [])
+            headers += (
+                ("reason", reason.encode()),
+                ("source_topic", (m.topic() or "").encode()),
+                ("source_partition", str(m.partition()).encode()),
+                ("source_offset", str(m.offset()).encode()),
+            )
+            while True:
+                try:
+                    self._producer.produce(
+                        self._topic,
+                        value=m.value(),
+                        key=m.key(),
+                        headers=headers,
+                        on_delivery=report(m, reason),
+                    )
+                    pending += 1
+                    break
+                except BufferError:
+                    self._producer.poll(_WAIT_STEP_S)
+                except KafkaException as exc:  # refused before it was queued
+                    err = exc.args[0] if exc.args else None
+                    failed.append(
+                        (m, _reason(err) if isinstance(err, KafkaError) else "other", str(exc))
+                    )
+                    break
+        started = time.monotonic()
+        while pending > 0:
+            self._producer.poll(_WAIT_STEP_S)
+            tick()
+            if time.monotonic() - started > _LOG_WAIT_EVERY_S:
+                started = time.monotonic()
+                log.warning("dead letters not acknowledged yet", extra={"pending": pending})
+        return failed
+
+    def _topic_missing(self) -> bool:
+        """Whether the broker says the dead-letter topic does not exist."""
+        try:
+            md = self._producer.list_topics(self._topic, timeout=_METADATA_TIMEOUT_S)
+        except KafkaException:
+            return False
+        topic = md.topics.get(self._topic)
+        return topic is None or (topic.error is not None and topic.error.code() in _MISSING)
+
+    def _stops(self, failed: list[tuple[Message, str, str]]) -> dict[int, Stop]:
+        stops: dict[int, Stop] = {}
+        for m, reason, error in failed:
+            self._metrics.dead_letters_undeliverable.labels(reason).inc()
+            partition, offset = cast(int, m.partition()), cast(int, m.offset())
+            stop = stops.get(partition)
+            if stop is None or offset < stop.offset:
+                stops[partition] = Stop(offset, reason, error)
+        return stops
+
+
+def _reason(err: KafkaError | None) -> str:
+    code = None if err is None else err.code()
+    if code in _TOO_LARGE:
+        return "too_large"
+    if code in _MISSING:
+        return "topic_missing"
+    if code in _DENIED:
+        return "not_authorized"
+    if code == KafkaError._MSG_TIMED_OUT:
+        return "timed_out"
+    return "other"

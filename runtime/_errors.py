@@ -1,0 +1,15 @@
+"""The runtime package's exceptions: one root, `RuntimeConfigError`, for bad process settings."""
+
+from __future__ import annotations
+
+
+class RuntimeConfigError(ValueError):
+    """A setting shared by every process (Kafka client settings, secrets) is unusable."""
+
+
+class KafkaSettingsError(RuntimeConfigError):
+    """A Kafka client setting is malformed or conflicts with a guarantee the process relies on."""
+
+
+class SecretFileError(RuntimeConfigError):
+    """A `*_FILE` secret cannot be read, or is given both inline and as a file."""

@@ -1,0 +1,118 @@
+"""Every Kafka process against a real broker secured two ways: SASL_SSL with SCRAM-SHA-256, and
+mutual TLS. Certificates are made at test time with openssl, the SCRAM user through the admin
+API; the processes get the settings only from `--kafka-config-file` / `--kafka-config`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import consumer_support as S
+import pytest
+import redis
+
+from consumer._keys import Keys
+from consumer.config import Config
+from engine import Params
+from runtime import KafkaSettings
+from stack.secured import SecuredBroker, make_certificates
+
+USER, PASSWORD = "adr-consumer", "scram-Secret-8842"
+EVENTS = 2_000
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecuredBroker]:
+    folder = tmp_path_factory.mktemp("secured-kafka")
+    secured = SecuredBroker(folder, make_certificates(folder / "certs"))
+    secured.start()
+    secured.add_scram_user(USER, PASSWORD)
+    yield secured
+    secured.stop()
+
+
+def _properties(path: Path, settings: dict[str, str]) -> str:
+    path.write_text("# written by the test\n" + "".join(f"{k}={v}\n" for k, v in settings.items()))
+    return str(path)
+
+
+def _adr(*argv: str, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    cmd = [sys.executable, "-m", "adr_cli.main", *argv]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def test_all_processes_over_sasl_ssl_and_mutual_tls(
+    broker: SecuredBroker, redis_url: str, unique_name, tmp_path: Path
+) -> None:
+    sasl_file = _properties(tmp_path / "sasl.properties", broker.sasl_settings(USER, PASSWORD))
+    mtls = [f"--kafka-config={k}={v}" for k, v in broker.mtls_settings().items()]
+    names = {role: unique_name(role) for role in ("kill", "rating", "tier", "dlq")}
+    topic_flags = ["--kill-topic", names["kill"], "--rating-topic", names["rating"],
+                   "--tier-topic", names["tier"], "--dlq-topic", names["dlq"]]  # fmt: skip
+
+    created = _adr("topics", "create", "--bootstrap-servers", broker.sasl_bootstrap,
+                   "--kafka-config-file", sasl_file, "--replication-factor", "1",
+                   "--partitions", "2", *topic_flags)  # fmt: skip
+    assert created.returncode == 0, created.stderr + created.stdout
+    assert {json.loads(x)["status"] for x in created.stdout.splitlines()} == {"created"}
+
+    simulated = _adr("simulate", "--bootstrap-servers", broker.mtls_bootstrap, *mtls,
+                     "--topic", names["kill"], "--partitions", "2", "--events", str(EVENTS),
+                     "--rate", "0", "--players", "200", "--arenas", "8",
+                     "--malformed-rate", "0", "--duplicate-rate", "0")  # fmt: skip
+    assert simulated.returncode == 0, simulated.stderr[-3000:]
+    assert json.loads(simulated.stdout)["delivered"] == EVENTS
+
+    ns = unique_name("ns")
+    config = Config(
+        bootstrap_servers=broker.sasl_bootstrap,
+        redis_url=redis_url,
+        namespace=ns,
+        topic=names["kill"],
+        group=unique_name("g"),
+        rating_topic=names["rating"],
+        dlq_topic=names["dlq"],
+        kafka=KafkaSettings(broker.sasl_settings(USER, PASSWORD)),
+    )
+    client = redis.Redis.from_url(redis_url)
+    keys = Keys(ns)
+    consumer = S.start_threaded(config, Params())
+    try:
+        S.wait_until(
+            lambda: sum(S.applied_offsets(client, keys, names["kill"]).values()) == EVENTS,
+            120,
+            "every event applied over SASL_SSL",
+        )
+        S.wait_outbox_empty(client, keys, 60)
+    finally:
+        consumer.stop()
+
+    calibrated = _adr("calibrate", "--redis-url", redis_url, "--namespace", ns,
+                      "--bootstrap-servers", broker.mtls_bootstrap, *mtls,
+                      "--topic", names["tier"])  # fmt: skip
+    assert calibrated.returncode == 0, calibrated.stderr[-3000:]
+    checked = _adr("topics", "check", "--bootstrap-servers", broker.sasl_bootstrap,
+                   "--kafka-config-file", sasl_file, "--replication-factor", "1",
+                   "--partitions", "2", *topic_flags)  # fmt: skip
+    assert checked.returncode == 0, checked.stdout
+
+
+def test_a_wrong_password_or_a_missing_certificate_is_refused_without_showing_it(
+    broker: SecuredBroker, tmp_path: Path
+) -> None:
+    wrong = broker.sasl_settings(USER, PASSWORD + "-wrong")
+    wrong["socket.timeout.ms"] = "5000"
+    flags = [f"--kafka-config={k}={v}" for k, v in wrong.items()]
+    done = _adr("topics", "check", "--bootstrap-servers", broker.sasl_bootstrap, *flags)
+    assert done.returncode == 3, done.stderr
+    assert PASSWORD not in done.stderr + done.stdout
+
+    no_cert = {k: v for k, v in broker.mtls_settings().items() if "certificate" not in k}
+    no_cert = {k: v for k, v in no_cert.items() if "ssl.key" not in k}
+    flags = [f"--kafka-config={k}={v}" for k, v in no_cert.items()]
+    done = _adr("topics", "check", "--bootstrap-servers", broker.mtls_bootstrap, *flags,
+                "--kafka-config", "socket.timeout.ms=5000")  # fmt: skip
+    assert done.returncode == 3, done.stderr
