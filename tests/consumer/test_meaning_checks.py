@@ -194,3 +194,48 @@ def test_the_write_refuses_an_id_another_instance_recorded_meanwhile(
     plan = rate_batch([item], {0: 1}, view, keys, params)
     assert plan.counted == 0 and [r for _a, r in plan.rejected] == ["id_reused"]
     client.close()
+
+
+def test_a_rated_rejection_whose_dead_letter_is_not_delivered_cuts_the_batch_there() -> None:
+    """Pure logic of the writer (no servers): when the dead letter of an event rating left out
+    is not acknowledged, the batch stops at it, like a decode-stage rejection: nothing at or
+    after it is applied and the partition's stored offset becomes that event's."""
+    from consumer._batch import View
+    from consumer._dead_letters import Stop
+    from consumer._writer import Batch, Writer
+    from engine import initial_snapshot
+
+    keys = Keys("unit")
+    params = Params()
+    ts = 1_764_680_400_000
+    players = ["a", "b", "bad", "c"]
+    pairs = [("a", "b"), ("b", "c"), ("bad", "a"), ("c", "a"), ("a", "bad"), ("c", "b")]
+    accepted = [
+        Accepted(0, offset, kill_event(id=f"u{offset}", arena="x", attacker=p, victim=q, ts=ts))
+        for offset, (p, q) in enumerate(pairs)
+    ]
+    batch = Batch(accepted, {0: len(pairs)}, len(pairs), 0.0, keys)
+    view = View(
+        players={p: (None, 0) for p in players if p != "bad"},
+        cooldowns={},
+        sigma_units_total=0,
+        player_count=0,
+        offsets={0: None},
+        snapshot=initial_snapshot(params),
+        corrupt={"bad": "unreadable"},
+    )
+    sent: list[list[int]] = []
+
+    def dead_letter(b: Batch, plan) -> bool:  # type: ignore[no-untyped-def]
+        new = b.drop_rejected(plan)
+        sent.append([a.offset for a in new])
+        if not new:
+            return False
+        b.cut({0: Stop(new[0].offset, "topic_missing", "no topic")})
+        return True
+
+    writer = Writer(None, None, keys, params, 3_600_000, None, None, dead_letter)  # type: ignore[arg-type]
+    plan = writer._rate(batch, view)
+    assert sent == [[2, 4]]  # both rejections were tried; the first was not delivered
+    assert plan.counted == 2 and not plan.rejected  # offsets 0 and 1 only
+    assert plan.offsets == [(0, 2)] and batch.next_offsets == {0: 2}
