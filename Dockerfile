@@ -2,9 +2,9 @@
 # Used by docker-compose.yml and deploy/k8s. Build: docker build -t adr-stream:0.1.0 .
 #
 # Two stages: the first installs the package into a virtual environment and compiles the engine
-# and the consumer's hot path with mypyc (adr_cli/compiled.py; about twice the throughput of the
+# and the consumer's hot path with mypyc (runtime/compiled.py; about twice the throughput of the
 # pure modules, which stay the reference); the second copies that environment, without the
-# compiler. `python -m adr_cli.compiled status` in the image prints "compiled".
+# compiler. `python -m runtime.compiled status` in the image prints "compiled".
 FROM python:3.11-slim AS build
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -30,8 +30,8 @@ COPY tierjob ./tierjob
 RUN python -m venv /opt/adr \
     && /opt/adr/bin/pip install -c constraints.txt . mypy \
     && cd / \
-    && /opt/adr/bin/python -m adr_cli.compiled build \
-    && /opt/adr/bin/python -m adr_cli.compiled status \
+    && /opt/adr/bin/python -m runtime.compiled build \
+    && /opt/adr/bin/python -m runtime.compiled status \
     && /opt/adr/bin/pip uninstall -y mypy
 
 FROM python:3.11-slim

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 from collections.abc import Sequence
 
-from adr_cli import compiled
+from runtime import compiled, logs
 
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
@@ -27,6 +28,23 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
 }
 
 EXIT_USAGE = 2
+# subcommand -> (the optional dependencies it needs, the extra that installs them)
+EXTRAS: dict[str, tuple[frozenset[str], str]] = {
+    "evaluate": (frozenset({"numpy", "matplotlib", "trueskill"}), "eval"),
+}
+
+
+class MissingExtra(SystemExit):
+    """A subcommand whose optional dependencies are not installed: a message, exit status 2."""
+
+    def __init__(self, name: str, missing: str) -> None:
+        extra = EXTRAS[name][1]
+        print(
+            f"adr {name}: needs the '{extra}' extra ({missing} is not installed): "
+            f"pip install 'adr-stream[{extra}]'",
+            file=sys.stderr,
+        )
+        super().__init__(EXIT_USAGE)
 
 
 def _load(module_name: str):  # type: ignore[no-untyped-def]
@@ -45,8 +63,15 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         sp = sub.add_parser(name, help=help_text, description=help_text)
         # Import only the chosen subcommand's module: keeps `adr --help` and `adr replay` light.
         if name == wanted:
-            module = _load(module_name)
+            try:
+                module = _load(module_name)
+            except ModuleNotFoundError as exc:
+                top = (exc.name or "").partition(".")[0]
+                if name in EXTRAS and top in EXTRAS[name][0]:
+                    raise MissingExtra(name, top) from exc
+                raise
             module.add_arguments(sp)
+            logs.add_log_level_argument(sp)
             sp.set_defaults(_run=module.run)
     return parser
 
@@ -56,6 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(args_list)
     args = parser.parse_args(args_list)
+    logs.setup(getattr(logging, args.log_level.upper()))
     try:
         return int(args._run(args))
     except KeyboardInterrupt:

@@ -20,8 +20,8 @@ from typing import IO, Annotated, Any, Final
 import msgpack
 import msgspec
 
-from adr_cli.params import add_param_argument, param_overrides
 from engine import TIER_LABELS, EngineError, ParamError, Params, RatingBook, Snapshot
+from runtime.params import add_param_argument, param_overrides
 
 EXIT_OK: Final = 0
 EXIT_IO: Final = 1

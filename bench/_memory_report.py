@@ -9,8 +9,10 @@ from engine import Params
 
 GIB = 1 << 30
 MAX_AGE_MS = Config().max_age_ms
-"""The consumer's default event-age window: a cooldown key lives t_cooldown + this."""
-COOLDOWN_KEY_LIFE_S = Params().t_cooldown + MAX_AGE_MS / 1000
+"""The consumer's default wall-clock guard (what the benchmark passes to the write)."""
+COOLDOWN_KEY_LIFE_S = Params().t_cooldown + Config().lateness_ms / 1000
+"""A cooldown key lives until the watermarks are t_cooldown + the lateness past it (event time,
+which the steady state runs at the wall clock's pace)."""
 HEADROOM = 0.75
 """Share of maxmemory planned for data: the rest is fragmentation, buffers, fork copy-on-write."""
 RATES = (0, 1_000, 10_000)

@@ -5,7 +5,7 @@ steady 5,000 events/s, a naive consumer and two ceilings, side by side on the sa
     python bench/consumer_bench.py            # full size: 1,000,000 events, 100,000 players
     python bench/consumer_bench.py --events 50000 --players 5000 --steady-seconds 10   # quick
 
-Like `adr`, it runs the compiled build (adr_cli/compiled.py) when it is current; ADR_COMPILED=0
+Like `adr`, it runs the compiled build (runtime/compiled.py) when it is current; ADR_COMPILED=0
 measures the pure modules.
 
 Uses KAFKA_BOOTSTRAP_SERVERS / REDIS_URL when set, else starts the local stack (stack/).
@@ -20,13 +20,14 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
-from adr_cli import compiled
+from runtime import compiled
 
 BUILD = compiled.activate_once()  # first: measure what `adr consume` runs (compiled if current)
 
@@ -44,6 +45,8 @@ from consumer.config import Config
 from consumer.pipeline import Pipeline
 from consumer.simulate import SimConfig, generate
 from engine import Params, initial_snapshot, is_duplicate, new_player, rate_kill, sigma_units
+from runtime import KafkaSettings, add_kafka_arguments, kafka_settings_from_args
+from runtime.kafka_produce import produce_waiting
 from schemas import decode_kill_event
 
 HOUR_MS = 3_600_000
@@ -80,7 +83,7 @@ class TimedPipeline(Pipeline):
 
 def make_topic(bootstrap: str, partitions: int) -> str:
     name = f"bench-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient(_kafka({}, bootstrap))
     for f in admin.create_topics([NewTopic(name, partitions, 1)]).values():
         f.result()
     return name
@@ -88,17 +91,12 @@ def make_topic(bootstrap: str, partitions: int) -> str:
 
 def produce_all(bootstrap: str, topic: str, cfg: SimConfig) -> int:
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "linger.ms": 50, "batch.size": 1_000_000,
-         "enable.idempotence": True, "compression.type": "lz4"}
+        _kafka({"linger.ms": 50, "batch.size": 1_000_000, "enable.idempotence": True,
+                "compression.type": "lz4"}, bootstrap)
     )  # fmt: skip
     n = 0
     for msg in generate(cfg):
-        while True:
-            try:
-                producer.produce(topic, value=msg.value, key=msg.key)
-                break
-            except BufferError:
-                producer.poll(0.05)
+        produce_waiting(producer, topic, msg.value, msg.key)
         n += 1
         if n % 100_000 == 0:
             producer.poll(0)
@@ -112,6 +110,7 @@ def config_for(bootstrap: str, redis_url: str, topic: str, ns: str) -> Config:
         bootstrap_servers=bootstrap, redis_url=redis_url, namespace=ns, topic=topic,
         group=f"g-{ns}", rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
         max_age_ms=4 * HOUR_MS,  # the backlog is produced first, then consumed
+        kafka=_KAFKA,
     )  # fmt: skip
 
 
@@ -175,8 +174,9 @@ def sustained(bootstrap: str, redis_url: str, topic: str, n: int, params: Params
 
 def raw_consume(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
     """Ceiling: read the n messages with no work at all."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"raw-{uuid.uuid4().hex[:6]}",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
+    group = f"raw-{uuid.uuid4().hex[:6]}"
+    settings = {"group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    c = Consumer(_kafka(settings, bootstrap))
     c.subscribe([topic])
     got, started = 0, None
     while got < n:
@@ -218,8 +218,9 @@ def naive(
     bootstrap: str, redis_url: str, topic: str, params: Params, seconds: float
 ) -> dict[str, Any]:
     """One message at a time: poll, read both player hashes, rate, write, commit."""
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"naive-{uuid.uuid4().hex[:6]}",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False})  # fmt: skip
+    group = f"naive-{uuid.uuid4().hex[:6]}"
+    settings = {"group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    c = Consumer(_kafka(settings, bootstrap))
     c.subscribe([topic])
     client = redis.Redis.from_url(redis_url)
     keys = Keys(f"nv{uuid.uuid4().hex[:6]}")
@@ -307,10 +308,16 @@ def steady(
 
 
 _LIMITS = None
+_KAFKA = KafkaSettings()
+"""The operator's Kafka settings (--kafka-config-file, --kafka-config), for every client here."""
+
+
+def _kafka(ours: dict[str, Any], bootstrap: str) -> dict[str, Any]:
+    return _KAFKA.apply(ours, {"bootstrap.servers": bootstrap})
 
 
 def main() -> int:
-    global _LIMITS
+    global _LIMITS, _KAFKA
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
@@ -321,7 +328,14 @@ def main() -> int:
     ap.add_argument("--steady-rate", type=int, default=5000)
     ap.add_argument("--steady-seconds", type=int, default=60)
     ap.add_argument("--naive-seconds", type=float, default=20.0)
+    add_kafka_arguments(ap)
     args = ap.parse_args()
+    _KAFKA = kafka_settings_from_args(args)
+    if args.kafka_config:  # `adr simulate` children read the same settings from a 0600 file
+        fd, path = tempfile.mkstemp(prefix="bench-kafka-", suffix=".properties")
+        with os.fdopen(fd, "w") as out:
+            out.write("".join(f"{k}={v}\n" for k, v in _KAFKA.settings.items()))
+        os.environ["ADR_KAFKA_CONFIG_FILE"] = path
     from schemas import Limits
 
     _LIMITS = Limits(max_age_ms=4 * HOUR_MS)

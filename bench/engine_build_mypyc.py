@@ -2,7 +2,7 @@
 
     python bench/engine_build_mypyc.py
 
-The same as `python -m adr_cli.compiled build` (see adr_cli/compiled.py), which scripts/_setup.sh
+The same as `python -m runtime.compiled build` (see runtime/compiled.py), which scripts/_setup.sh
 runs: putting build/mypyc first on sys.path (what `adr` does while the build is current, or
 bench/engine_replay.py --engine compiled) runs the compiled modules, while a plain
 `import engine` keeps using the sources. tests/engine/test_engine_compiled.py compares the two
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sys
 
-from adr_cli.compiled import main
+from runtime.compiled import main
 
 if __name__ == "__main__":
     sys.exit(main(["build"]))

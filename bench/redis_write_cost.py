@@ -13,8 +13,8 @@ around each replay:
 - `script_arguments_only`: the same call, but the script returns once it has its arguments (the
   players' msgpack section unpacked): the cost of handing Redis and Lua what to write.
 - `script_without_*`: the script with one part left out (the `ver` checks, the players' state
-  values, the rank and activity sets, the cooldown keys, the outbox entry, the event-id checks
-  and the event-id keys).
+  values, the rank and activity sets, the cooldown keys with their `cd_due` index, the sweep of
+  cooldown keys past every watermark, the outbox entry, the event-id checks and keys).
 - `multi_exec`: the same writes as a WATCH / MULTI / EXEC transaction (the `ver` checks as HGET
   after WATCH), the alternative to a script for a compare-and-set write.
 
@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from adr_cli import compiled
+from runtime import compiled
 
 BUILD = compiled.activate_once()
 
@@ -137,18 +137,20 @@ def _variants() -> dict[str, str]:
             "",
         ),
         "script_without_cooldown_keys": (
-            "first, last = section(5)\nfor i = first, last, 3 do "
-            "redis.call('SET', ARGV[i], ARGV[i + 1], 'PXAT', ARGV[i + 2])",
-            "first, last = section(5)\nfor i = first, last, 3 do",
+            "  redis.call('SET', ARGV[i], ARGV[i + 1])\n  add(due, ARGV[i + 1], ARGV[i])\n",
+            "",
         ),
         "script_without_event_id_checks": (
             "  if redis.call('EXISTS', unpack(ids, i, j)) > 0 then",
             "  if false then",
         ),
         "script_without_event_id_keys": (
-            "first, last = section(8)\nfor i = first, last, 3 do "
-            "redis.call('SET', ARGV[i], ARGV[i + 1], 'PXAT', ARGV[i + 2])",
-            "first, last = section(8)\nfor i = first, last, 3 do",
+            "  redis.call('SET', ARGV[i], ARGV[i + 1])\n  add(due, ARGV[i + 2], ARGV[i])\n",
+            "",
+        ),
+        "script_without_cooldown_sweep": (
+            "local expired = redis.call('ZRANGEBYSCORE'",
+            "do return {0} end\nlocal expired = redis.call('ZRANGEBYSCORE'",
         ),
         "script_without_outbox_entry": ("redis.call('XADD', KEYS[2], '*', 'm', ARGV[i])", ""),
     }
@@ -197,7 +199,10 @@ def _multi_exec(rec: Recorded, keys: Keys, keep_ms: int) -> tuple[list[bytes], l
                          ("sigma_lo", plan.sigma_lo_delta)):  # fmt: skip
         if delta:
             write.append(pack(("HINCRBY", keys.pop, field, delta)))
-    write += [pack(("SET", k, ts, "PXAT", ts + keep_ms)) for k, ts in plan.cooldowns]
+    write += [pack(("SET", k, ts)) for k, ts in plan.cooldowns]
+    if plan.cooldowns:  # their event-time index (the sweep is left out here)
+        write.append(pack(("ZADD", keys.cooldown_due, *[x for k, ts in plan.cooldowns
+                                                        for x in (ts, k)])))  # fmt: skip
     write.append(pack(("HSET", offsets_key, *[x for pair in plan.offsets for x in pair])))
     if plan.outbox:
         write.append(

@@ -16,6 +16,7 @@ import time
 
 from confluent_kafka import Consumer, Producer
 
+from runtime.kafka_produce import produce_waiting
 from stack import LocalStack, TopicAdmin
 from stack._procs import pid_rss_bytes
 
@@ -28,12 +29,7 @@ def _burst(bootstrap: str, messages: int) -> float:
     started = time.perf_counter()
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
     for i in range(messages):
-        while True:
-            try:
-                producer.produce(topic, key=str(i % 64).encode(), value=b"x" * 200)
-                break
-            except BufferError:  # local queue full: let deliveries drain
-                producer.poll(0.05)
+        produce_waiting(producer, topic, b"x" * 200, str(i % 64).encode())
         if i % 10_000 == 0:
             producer.poll(0)
     producer.flush(60)

@@ -1,6 +1,9 @@
 """The I/O shell around the engine: `adr consume` (Kafka → engine → Redis → outbox → Kafka).
 
 `adr simulate` (the load generator) lives in consumer.simulate.
+
+Exceptions: `ConsumerError` (root; bad configuration, and the internal signals of the write-ahead
+such as `RedisBehind`).
 """
 
 from consumer._errors import ConsumerError

@@ -1,6 +1,6 @@
 -- One batch of the consumer, applied atomically (docs/design.md, "Redis layout").
--- KEYS: offsets, outbox, lb, activity, active_mu, pop, tier_counts
--- ARGV[1] the player key prefix ("{ns}:player:"); ARGV[2..9]: how many ARGV items each section
+-- KEYS: offsets, outbox, lb, activity, active_mu, pop, tier_counts, watermarks, cooldown_due
+-- ARGV[1] the player key prefix ("{ns}:player:"); ARGV[2..11]: how many ARGV items each section
 -- below has; the sections follow in order. Every number is a decimal string (Lua numbers are
 -- doubles and would lose int64 digits). Per player the script derives its rank, activity and
 -- active-μ writes from the hash values, so the client sends each value once.
@@ -9,10 +9,16 @@
 --              FIELD order, activity time ("" = none), active "1"|"0"
 --   2 offset checks partition, next|"", ...
 --   3 tier counts label, delta, ...   4 pop deltas: count, sigma_hi, sigma_lo
---   5 cooldowns key, ts, pxat, ...    6 offsets partition, next, ...
+--   5 cooldowns key, ts, ...          6 offsets partition, next, ...
 --   7 outbox: one msgpack array of [player, rating change] pairs (or nothing)
---   8 event ids key, content digest, pxat, ...: the ids this batch counts; each key must not
---              exist yet (another instance counted the same id: checked like a ver)
+--   8 watermarks partition, largest accepted ts, ...
+--   9 sweep: keep (lateness + t_cooldown, ms), floor (wall clock - max_age - keep)
+--  10 event ids key, content digest, ts, ...: the ids this batch counts; each key must not
+--              exist yet (another instance counted the same id: checked like a ver); indexed
+--              and swept with the cooldown keys (schemas/kill_event.md, "Meaning checks")
+-- Cooldown keys expire by event time, not by a TTL: each is indexed in the cooldown_due zset by
+-- its ts, and a key with ts <= max(lowest watermark - keep, floor) is deleted (no event the
+-- consumer still accepts can fall in its cooldown), at most 1000 + (pairs written) a call.
 -- A pair's cooldown needs no check of its own: counting a kill always rewrites the attacker, so
 -- a concurrent count of the same pair moves the attacker's ver, which is checked.
 -- Returns {0} when applied, {1, what, key} when a checked value changed (then nothing is written),
@@ -24,7 +30,7 @@ local CHUNK = 2000       -- stay far below Lua's limit on unpack() arguments
 
 local prefix = ARGV[1]
 local bounds = {}
-local SECTIONS = 8
+local SECTIONS = 10
 local at = SECTIONS + 2
 for s = 1, SECTIONS do
   local n = tonumber(ARGV[s + 1])
@@ -58,7 +64,7 @@ for i = 1, #P, PLAYER_ITEMS do
     return {1, 'player', prefix .. P[i]}
   end
 end
-local KIND = {'hash', 'stream', 'zset', 'zset', 'zset', 'hash', 'hash'}
+local KIND = {'hash', 'stream', 'zset', 'zset', 'zset', 'hash', 'hash', 'hash', 'zset'}
 for k = 1, #KIND do
   local err = wrongtype(KEYS[k], KIND[k])
   if err then return err end
@@ -69,7 +75,7 @@ for i = first, last, 2 do
     return {1, 'offset', ARGV[i]}
   end
 end
-first, last = section(8)
+first, last = section(10)
 local ids = {}
 for i = first, last, 3 do ids[#ids + 1] = ARGV[i] end
 for i = 1, #ids, CHUNK do  -- one variadic EXISTS per chunk, not one call per id
@@ -134,13 +140,45 @@ for j = 0, 2 do
   if ARGV[first + j] ~= '0' then redis.call('HINCRBY', KEYS[6], pop[j + 1], ARGV[first + j]) end
 end
 first, last = section(5)
-for i = first, last, 3 do redis.call('SET', ARGV[i], ARGV[i + 1], 'PXAT', ARGV[i + 2]) end
-first, last = section(8)
-for i = first, last, 3 do redis.call('SET', ARGV[i], ARGV[i + 1], 'PXAT', ARGV[i + 2]) end
+local due = {}
+for i = first, last, 2 do
+  redis.call('SET', ARGV[i], ARGV[i + 1])
+  add(due, ARGV[i + 1], ARGV[i])
+end
+first, last = section(10)
+for i = first, last, 3 do
+  redis.call('SET', ARGV[i], ARGV[i + 1])
+  add(due, ARGV[i + 2], ARGV[i])
+end
+bulk('ZADD', KEYS[9], due)
+local pairs_written = #due / 2
 first, last = section(6)
 for i = first, last, CHUNK do
   redis.call('HSET', KEYS[1], unpack(ARGV, i, math.min(i + CHUNK - 1, last)))
 end
 first, last = section(7)
 for i = first, last do redis.call('XADD', KEYS[2], '*', 'm', ARGV[i]) end
+first, last = section(8)
+for i = first, last, CHUNK do
+  redis.call('HSET', KEYS[8], unpack(ARGV, i, math.min(i + CHUNK - 1, last)))
+end
+
+first = section(9)
+local horizon = tonumber(ARGV[first + 1])
+local low = nil
+for _, w in ipairs(redis.call('HVALS', KEYS[8])) do
+  local t = tonumber(w)  -- a value that is no number holds nothing back
+  if t ~= nil and (low == nil or t < low) then low = t end
+end
+if low ~= nil and low - tonumber(ARGV[first]) > horizon then
+  horizon = low - tonumber(ARGV[first])
+end
+local expired = redis.call('ZRANGEBYSCORE', KEYS[9], '-inf', string.format('%.0f', horizon),
+  'LIMIT', 0, 1000 + pairs_written)
+if #expired > 0 then
+  for i = 1, #expired, CHUNK do
+    redis.call('DEL', unpack(expired, i, math.min(i + CHUNK - 1, #expired)))
+  end
+  bulk('ZREM', KEYS[9], expired)
+end
 return {0}

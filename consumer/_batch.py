@@ -15,8 +15,9 @@ from typing import Final
 import msgspec
 
 from consumer._keys import Keys
-from consumer._redis_codec import script_values, tier_label
+from consumer._redis_codec import script_values
 from engine import (
+    DEFAULT_LATENESS_MS,
     Params,
     PlayerState,
     Snapshot,
@@ -26,6 +27,7 @@ from engine import (
     new_player,
     rate_kill,
     sigma_units,
+    tier_label,
 )
 from schemas import KillEvent, Role, encode_rating_change, rating_change
 
@@ -59,6 +61,8 @@ class View:
     offsets: dict[int, int | None]
     """partition -> next offset to apply (None: nothing applied yet)."""
     snapshot: Snapshot
+    watermarks: dict[int, int | None] = dataclasses.field(default_factory=dict)
+    """partition -> largest event time accepted there (None: none yet)."""
     corrupt: dict[str, str] = dataclasses.field(default_factory=dict)
     """player id or cooldown key -> why its stored value does not decode (left out above)."""
     event_ids: dict[str, bytes | None] = dataclasses.field(default_factory=dict)
@@ -82,10 +86,14 @@ class Plan:
     sigma_lo_delta: int = 0
     cooldowns: list[tuple[str, int]] = dataclasses.field(default_factory=list)
     offsets: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    watermarks: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    """(partition, new watermark) where the batch moved it."""
     outbox: list[tuple[str, bytes]] = dataclasses.field(default_factory=list)
     """(player, encoded rating change) in emission order."""
     counted: int = 0
     duplicates: int = 0
+    late: int = 0
+    """Events older than their partition's watermark minus the lateness: not rated."""
     already_applied: int = 0
     counted_ts: list[int] = dataclasses.field(default_factory=list)
     event_ids: list[tuple[str, bytes, int]] = dataclasses.field(default_factory=list)
@@ -104,10 +112,17 @@ def rate_batch(
     view: View,
     keys: Keys,
     params: Params,
+    lateness_ms: int = DEFAULT_LATENESS_MS,
 ) -> Plan:
-    """Apply `events` in order on top of `view`; `batch_offsets` = partition -> next offset."""
+    """Apply `events` in order on top of `view`; `batch_offsets` = partition -> next offset.
+
+    Lateness is the engine's, by event time per partition: an event older than the largest time
+    accepted on its partition minus `lateness_ms` is late (counted, not rated); every other
+    event moves that watermark, duplicates included (engine.RatingBook.apply).
+    """
     plan = Plan()
     states: dict[str, PlayerState] = {}
+    watermarks = dict(view.watermarks)
     cooldowns = dict(view.cooldowns)
     ids = dict(view.event_ids)
     touched_pairs: dict[str, int] = {}
@@ -120,8 +135,12 @@ def rate_batch(
             plan.already_applied += 1  # another instance applied it first (rebalance)
             continue
         ev = item.event
+        watermark = watermarks.get(item.partition)
+        if watermark is not None and ev.ts < watermark - lateness_ms:
+            plan.late += 1
+            continue
         pair = keys.cooldown(ev.attacker, ev.victim)
-        corrupt = view.corrupt
+        corrupt = view.corrupt  # a dead-lettered event changes nothing, not even the watermark
         if corrupt and (ev.attacker in corrupt or ev.victim in corrupt or pair in corrupt):
             plan.rejected.append((item, "corrupt_state"))
             continue
@@ -130,9 +149,13 @@ def rate_batch(
         if seen is not None:  # the id was counted: a resend, or reused for another kill
             if seen == content_digest(ev):
                 plan.duplicates += 1
+                if watermark is None or ev.ts > watermark:
+                    watermarks[item.partition] = ev.ts
             else:
                 plan.rejected.append((item, "id_reused"))
             continue
+        if watermark is None or ev.ts > watermark:
+            watermarks[item.partition] = ev.ts
         if is_duplicate(cooldowns.get(pair), ev.ts, params):  # §2.1
             plan.duplicates += 1
             continue
@@ -187,6 +210,9 @@ def rate_batch(
     _plan_players(plan, states, view, params)
     plan.count_delta = count - view.player_count
     plan.cooldowns = list(touched_pairs.items())
+    plan.watermarks = [
+        (p, w) for p, w in watermarks.items() if w is not None and w != view.watermarks.get(p)
+    ]
     for partition, next_offset in batch_offsets.items():
         stored = view.offsets.get(partition)
         plan.offset_checks.append((partition, stored))

@@ -22,6 +22,7 @@ from confluent_kafka import KafkaError, KafkaException, Message, Producer
 from consumer._kafka import KAFKA_LOG
 from consumer._metrics import Metrics
 from consumer.config import Config
+from runtime.kafka_produce import produce_waiting
 
 log = logging.getLogger("adr.consumer")
 
@@ -56,20 +57,17 @@ class Stop:
 
 
 def new_dead_letter_producer(config: Config, on_error: Callable[[KafkaError], None]) -> Producer:
-    return Producer(
-        {
-            "bootstrap.servers": config.bootstrap_servers,
-            "enable.idempotence": True,
-            "acks": "all",
-            "linger.ms": 5,
-            # A report within this long, delivered or not: an undeliverable copy stops its
-            # partition with a reason instead of holding every partition in an endless wait.
-            "message.timeout.ms": config.dead_letter_timeout_ms,
-            "message.max.bytes": _MAX_MESSAGE_BYTES,
-            "error_cb": on_error,
-            "logger": KAFKA_LOG,
-        }
-    )
+    ours: dict[str, object] = {"linger.ms": 5, "message.max.bytes": _MAX_MESSAGE_BYTES}
+    guarded: dict[str, object] = {
+        "bootstrap.servers": config.bootstrap_servers,
+        "enable.idempotence": True,
+        "acks": "all",
+        # A report within this long, delivered or not: an undeliverable copy stops its
+        # partition with a reason instead of holding every partition in an endless wait.
+        "message.timeout.ms": config.dead_letter_timeout_ms,
+    }
+    settings = config.kafka.apply(ours, guarded)
+    return Producer({**settings, "error_cb": on_error, "logger": KAFKA_LOG})
 
 
 class DeadLetters:
@@ -153,25 +151,22 @@ class DeadLetters:
                 ("source_partition", str(m.partition()).encode()),
                 ("source_offset", str(m.offset()).encode()),
             )
-            while True:
-                try:
-                    self._producer.produce(
-                        self._topic,
-                        value=m.value(),
-                        key=m.key(),
-                        headers=headers,
-                        on_delivery=report(m, reason),
-                    )
-                    pending += 1
-                    break
-                except BufferError:
-                    self._producer.poll(_WAIT_STEP_S)
-                except KafkaException as exc:  # refused before it was queued
-                    err = exc.args[0] if exc.args else None
-                    failed.append(
-                        (m, _reason(err) if isinstance(err, KafkaError) else "other", str(exc))
-                    )
-                    break
+            try:
+                produce_waiting(
+                    self._producer,
+                    self._topic,
+                    m.value(),
+                    m.key(),
+                    headers=headers,
+                    on_delivery=report(m, reason),
+                    wait_s=_WAIT_STEP_S,
+                )
+                pending += 1
+            except KafkaException as exc:  # refused before it was queued
+                err = exc.args[0] if exc.args else None
+                failed.append(
+                    (m, _reason(err) if isinstance(err, KafkaError) else "other", str(exc))
+                )
         started = time.monotonic()
         while pending > 0:
             self._producer.poll(_WAIT_STEP_S)

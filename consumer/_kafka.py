@@ -9,8 +9,8 @@ from typing import Final
 
 from confluent_kafka import Consumer, KafkaError, Producer
 
-from adr_cli.logs import kafka_logger
 from consumer.config import Config
+from runtime.logs import kafka_logger
 
 KAFKA_LOG: Final = kafka_logger("adr.consumer.kafka")
 """librdkafka's own lines and the clients' error reports, as JSON too, repeats throttled."""
@@ -39,7 +39,9 @@ def consumer_settings(config: Config, on_error: Callable[[KafkaError], None]) ->
         "bootstrap.servers": config.bootstrap_servers,
         "group.id": config.group,
         "enable.auto.commit": False,  # Redis holds the offsets; Kafka's follow for dashboards
-        "auto.offset.reset": "earliest",
+        # An offset outside the log is reported (the partition is held), never reset: a
+        # first read starts at OFFSET_BEGINNING explicitly (consumer/_log_range.py).
+        "auto.offset.reset": "error",
         "isolation.level": "read_committed",  # a transactional publisher's aborts never rated
     }
     settings = config.kafka.apply(ours, guarded)

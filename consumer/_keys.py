@@ -9,6 +9,7 @@ class Keys:
     __slots__ = (
         "active_mu",
         "activity",
+        "cooldown_due",
         "lb",
         "namespace",
         "outbox",
@@ -28,6 +29,7 @@ class Keys:
         self.outbox = self.prefix + "outbox"
         self.snapshot = self.prefix + "snapshot"
         self.tier_counts = self.prefix + "tier_counts"
+        self.cooldown_due = self.prefix + "cd_due"
 
     def player(self, player_id: str) -> str:
         return f"{self.prefix}player:{player_id}"
@@ -42,3 +44,6 @@ class Keys:
 
     def offsets(self, topic: str) -> str:
         return f"{self.prefix}offsets:{topic}"
+
+    def watermarks(self, topic: str) -> str:
+        return f"{self.prefix}watermarks:{topic}"

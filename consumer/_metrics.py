@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from typing import Final
 
 from prometheus_client import (
-    CONTENT_TYPE_LATEST,
     CollectorRegistry,
     Counter,
     Gauge,
     Histogram,
-    generate_latest,
 )
+
+from runtime.http import serve_probes
 
 _LATENCY_BUCKETS: Final = (
     0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0,
@@ -34,6 +33,11 @@ class Metrics:
         self.counted = Counter("adr_events_counted", "kill events rated and applied", registry=r)
         self.duplicate = Counter(
             "adr_events_duplicate", "kill events dropped by the cooldown (§2.1)", registry=r
+        )
+        self.late = Counter(
+            "adr_events_late",
+            "kill events older than their partition's watermark minus the lateness, not rated",
+            registry=r,
         )
         self.dead_lettered = Counter(
             "adr_events_dead_lettered",
@@ -72,6 +76,17 @@ class Metrics:
             "adr_outbox_backlog", "outbox entries (one per batch) not yet relayed", registry=r
         )
         self.rebalances = Counter("adr_rebalances", "partition assignments", registry=r)
+        self.partition_held = Gauge(
+            "adr_partition_held",
+            "1 while the partition is not read: its stored offset lies outside the log",
+            ["partition"],
+            registry=r,
+        )
+        self.redis_rewinds = Counter(
+            "adr_redis_rewinds",
+            "times Redis held less than it had acknowledged and the partitions were re-read",
+            registry=r,
+        )
         self.swallowed = Counter(
             "adr_errors_swallowed", "errors handled by retrying or skipping", ["where"], registry=r
         )
@@ -123,38 +138,11 @@ class Metrics:
 def serve(metrics: Metrics, host: str, port: int) -> ThreadingHTTPServer:
     """Start /metrics, /healthz, /readyz on a daemon thread; port 0 picks a free one."""
 
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            path = self.path.split("?", 1)[0]
-            if path == "/metrics":
-                body, ctype, code = generate_latest(metrics.registry), CONTENT_TYPE_LATEST, 200
-            elif path == "/healthz":
-                ok = metrics.healthy()
-                body, ctype, code = (
-                    (b"ok\n" if ok else b"stalled\n"),
-                    "text/plain",
-                    200 if ok else 503,
-                )
-            elif path == "/readyz":
-                ok = metrics.ready()
-                detail = " ".join(
-                    [f"{k}={int(v)}" for k, v in metrics.ready_flags.items()]
-                    + [f"{k}={v}" for k, v in dict(metrics.ready_detail).items()]
-                )
-                body = f"{'ready' if ok else 'not ready'} {detail}\n".encode()
-                ctype, code = "text/plain", 200 if ok else 503
-            else:
-                body, ctype, code = b"not found\n", "text/plain", 404
-            self.send_response(code)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def ready() -> tuple[bool, str]:
+        detail = " ".join(
+            [f"{k}={int(v)}" for k, v in metrics.ready_flags.items()]
+            + [f"{k}={v}" for k, v in dict(metrics.ready_detail).items()]
+        )
+        return metrics.ready(), detail
 
-        def log_message(self, format: str, *args: object) -> None:
-            pass  # scrapes every few seconds would flood the JSON log
-
-    server = ThreadingHTTPServer((host, port), Handler)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
-    return server
+    return serve_probes(metrics.registry, host, port, metrics.healthy, ready)

@@ -9,7 +9,7 @@ from typing import Any, Final
 import msgspec
 
 from consumer._errors import CorruptState
-from engine import TIER_LABELS, PlayerState
+from engine import TIER_LABELS, PlayerState, tier_label, tier_of_label
 
 FIELDS: Final = (
     "mu",
@@ -28,18 +28,14 @@ FIELDS: Final = (
 )
 """The hash's fields, in the order HMGET returns them; `ver` counts writes (compare-and-set)."""
 
-_TIER_BY_LABEL: Final = {label.encode(): k for k, label in enumerate(TIER_LABELS, start=1)}
-_LABEL_BY_TIER: Final = ("", *TIER_LABELS)
+_LABEL_BY_TIER: Final = tuple(tier_label(k) for k in range(len(TIER_LABELS) + 1))
+_TIER_BY_LABEL: Final = {label.encode(): tier_of_label(label) for label in TIER_LABELS}
+"""engine's mapping, keyed by the bytes a hash value arrives as (the decode hot path)."""
 _WINDOW_DECODER: Final = msgspec.msgpack.Decoder(tuple[float, ...])
 _RECENT_DECODER: Final = msgspec.msgpack.Decoder(tuple[int, ...])
 _ENCODER: Final = msgspec.msgpack.Encoder()
 _JSON: Final = msgspec.json.Encoder()
 _STR8_HEADS: Final = tuple(bytes((0xD9, size)) for size in range(0x100))
-
-
-def tier_label(tier: int) -> str:
-    """'1H'..'5L' for a placed tier index, '' for unplaced (0)."""
-    return _LABEL_BY_TIER[tier]
 
 
 def decode_player(values: Sequence[Any], key: str = "") -> tuple[PlayerState, int] | None:

@@ -18,6 +18,7 @@ import redis
 from confluent_kafka import KafkaError, Message, Producer
 
 from consumer._metrics import Metrics
+from runtime.kafka_produce import produce_waiting
 
 GROUP: Final = "relay"
 _ENTRY: Final = msgspec.msgpack.Decoder(list[tuple[str, bytes]])
@@ -145,15 +146,8 @@ class Relay:
                 self._done.append(entry.entry_id)
 
         for player, value in messages:
-            while True:
-                try:
-                    self._producer.produce(
-                        self._topic, value=value, key=player, on_delivery=delivered
-                    )
-                    self._in_flight += 1
-                    break
-                except BufferError:
-                    self._producer.poll(0.05)  # local queue full: let deliveries drain
+            produce_waiting(self._producer, self._topic, value, player, on_delivery=delivered)
+            self._in_flight += 1
 
     def _queue_acknowledge(self, pipe: Any, ids: list[bytes]) -> None:
         for i in range(0, len(ids), _ACK_CHUNK):

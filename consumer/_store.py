@@ -7,6 +7,7 @@ import importlib.resources
 import inspect
 import json
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
@@ -18,7 +19,7 @@ from consumer._batch import Plan, View
 from consumer._errors import ConsumerError, CorruptState
 from consumer._keys import Keys
 from consumer._redis_codec import FIELDS, decode_player
-from engine import Params, PlayerState, Snapshot, initial_snapshot
+from engine import DEFAULT_LATENESS_MS, Params, PlayerState, Snapshot, initial_snapshot
 
 _SCRIPTS: Final = importlib.resources.files("consumer")
 _WRITE: Final = _SCRIPTS.joinpath("_apply.lua").read_text()
@@ -64,13 +65,17 @@ class Store:
         keys: Keys,
         topic: str,
         params: Params,
+        lateness_ms: int = DEFAULT_LATENESS_MS,
         on_corrupt: Callable[[CorruptState], None] = _ignore,
     ) -> None:
         self._r = client
         self._on_corrupt = on_corrupt
         self._keys = keys
         self._params = params
+        self.lateness_ms = lateness_ms
+        """Events older than their partition's watermark minus this are late (not rated)."""
         self._offsets_key = keys.offsets(topic)
+        self._watermarks_key = keys.watermarks(topic)
         self._snapshot_version: bytes | None = None
         self._snapshot = initial_snapshot(params)
 
@@ -155,23 +160,29 @@ class Store:
         PendingWrite(plan, _Sent(self._r, _WRITE, [write])).result()
 
     def _write_command(self, plan: Plan, cooldown_ms: int, max_age_ms: int) -> bytes:
-        """EVALSHA of consumer/_apply.lua with the plan's sections."""
+        """EVALSHA of consumer/_apply.lua with the plan's sections.
+
+        A pair's cooldown key is needed while an accepted event could still fall in its
+        cooldown, which event time decides, not Redis's clock: the script deletes the keys of
+        pairs last counted at t' <= (lowest partition watermark) - lateness - t_cooldown, or
+        t' <= now - max_age - lateness - t_cooldown (no event that old passes the decoder's
+        wall-clock guard, even one decoded up to `lateness` before its write).
+        """
         k = self._keys
-        keep_ms = cooldown_ms + max_age_ms
-        cooldowns: list[object] = []
-        for key, ts in plan.cooldowns:
-            # A pair's key is needed while an accepted event could still fall in its cooldown.
-            cooldowns += (key, ts, ts + keep_ms)
+        keep_ms = self.lateness_ms + cooldown_ms
+        floor = time.time_ns() // 1_000_000 - max_age_ms - keep_ms
         sections: tuple[Sequence[object], ...] = (
             # One argument, not ~17 per player: Redis and the client each spend less per item.
             [_MSGPACK.encode(plan.players)] if plan.players else [],
             _flat((p, "" if o is None else o) for p, o in plan.offset_checks),
             _flat(plan.tier_counts.items()),
             [plan.count_delta, plan.sigma_hi_delta, plan.sigma_lo_delta],
-            cooldowns,
+            _flat(plan.cooldowns),
             _flat(plan.offsets),
             [_MSGPACK.encode(plan.outbox)] if plan.outbox else [],
-            [x for key, digest, ts in plan.event_ids for x in (key, digest, ts + keep_ms)],
+            _flat(plan.watermarks),
+            [keep_ms, floor],
+            [x for key, digest, ts in plan.event_ids for x in (key, digest, ts)],
         )
         keys = (
             self._offsets_key,
@@ -181,6 +192,8 @@ class Store:
             k.active_mu,
             k.pop,
             k.tier_counts,
+            self._watermarks_key,
+            k.cooldown_due,
         )
         args: list[object] = ["EVALSHA", _WRITE_SHA, len(keys), *keys, k.player("")]
         args += (len(s) for s in sections)
@@ -227,8 +240,25 @@ class _ViewRead:
             commands.append(pack(("MGET", *pairs)))
         commands.append(pack(("HMGET", k.pop, "count", "sigma_hi", "sigma_lo")))
         commands.append(pack(("HMGET", store._offsets_key, *(partitions or [-1]))))
+        commands.append(pack(("HMGET", store._watermarks_key, *(partitions or [-1]))))
         commands.append(pack(("HGET", k.snapshot, "version")))
         self.commands: list[bytes] = commands
+
+    def _watermarks(self, values: Any) -> dict[int, int | None]:
+        """partition -> watermark; one that is no integer counts as none (reported): the write
+        script skips it too, and the batch's write replaces it."""
+        store = self.store
+        out: dict[int, int | None] = {}
+        if isinstance(values, Exception):
+            store._on_corrupt(CorruptState("watermarks", store._watermarks_key, str(values)))
+            values = [None] * len(self.partitions)
+        for p, v in zip(self.partitions, values, strict=False):
+            try:
+                out[p] = None if v is None else int(v)
+            except ValueError as exc:
+                out[p] = None
+                store._on_corrupt(CorruptState("watermarks", store._watermarks_key, str(exc)))
+        return out
 
     def parse(self, reply: list[Any]) -> View:
         """The view; corrupt players and cooldown pairs are left out and named in `corrupt`."""
@@ -244,13 +274,13 @@ class _ViewRead:
                 continue
             stored[player] = (None, 0) if decoded is None else decoded
         cooldowns: dict[str, int | None] = {}
-        for key, v in zip(pairs, reply[-4] if pairs else (), strict=True):
+        for key, v in zip(pairs, reply[-5] if pairs else (), strict=True):
             try:
                 cooldowns[key] = None if v is None else int(v)
             except ValueError as exc:
                 corrupt[key] = str(exc)
                 store._on_corrupt(CorruptState("cooldown", key, str(exc)))
-        pop = reply[-3]
+        pop = reply[-4]
         try:
             if isinstance(pop, Exception):
                 raise ValueError(str(pop))
@@ -264,8 +294,9 @@ class _ViewRead:
             cooldowns=cooldowns,
             sigma_units_total=sigma_units_total,
             player_count=player_count,
-            offsets=_offsets(store._offsets_key, self.partitions, reply[-2]),
+            offsets=_offsets(store._offsets_key, self.partitions, reply[-3]),
             snapshot=store._current_snapshot(reply[-1]),
+            watermarks=self._watermarks(reply[-2]),
             corrupt=corrupt,
             event_ids=dict(zip(self.ids, reply[len(self.wanted)], strict=True)) if self.ids else {},
         )

@@ -4,10 +4,15 @@ A rated batch's write is sent right behind the next batch's read, on one connect
 answers the read and then runs the write while the next batch is rated on top of it (consumer/
 README.md, "Pipelining and the state cache"). A write that did not apply as computed (another
 instance changed a player or an offset, or Redis failed under it) is redone from a fresh read.
+
+Every read also checks that Redis still holds, for each partition this instance applies, at
+least the next offset it last wrote there: a lower one means Redis lost acknowledged writes, and
+`RedisBehind` tells the pipeline to go back to the stored offsets (consumer/README.md).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -18,7 +23,7 @@ import redis
 from consumer._batch import Accepted, Plan, View, rate_batch
 from consumer._cache import Overlay, StateCache
 from consumer._dead_letters import Stop
-from consumer._errors import CorruptState
+from consumer._errors import CorruptState, RedisBehind
 from consumer._keys import Keys
 from consumer._metrics import Metrics
 from consumer._retry import RedisRetry, refusal, retriable
@@ -118,19 +123,48 @@ class Writer:
         self._on_rejected = on_rejected
         """Called with every plan that rejects events, before that plan's write is sent; True:
         the batch was cut (a dead letter not delivered) and is rated again."""
-
-    def _rate(self, batch: Batch, view: View) -> Plan:
-        plan = rate_batch(batch.accepted, batch.next_offsets, view, self._keys, self._params)
-        while plan.rejected and self._on_rejected(batch, plan):
-            plan = rate_batch(batch.accepted, batch.next_offsets, view, self._keys, self._params)
-        return plan
+        self.confirmed: dict[int, int] = {}
+        """partition -> the next offset Redis acknowledged for it, as this instance last read or
+        wrote it (set on assignment, advanced by each write). Redis holding less: RedisBehind."""
 
     def rate(self, batch: Batch) -> Plan:
         """Dedup and rate `batch` on a fresh read (players in the cache are not read)."""
         view = self._store.read_view(
-            batch.players, batch.pairs, batch.partitions, self._cache.entries, batch.ids
+            batch.players, batch.pairs, self._watched(batch), self._cache.entries, batch.ids
         )
+        self.check(view.offsets)
         return self._rate(batch, view)
+
+    def _rate(self, batch: Batch, view: View) -> Plan:
+        plan = self._rate_once(batch, view)
+        while plan.rejected and self._on_rejected(batch, plan):
+            plan = self._rate_once(batch, view)  # the batch was cut at an undelivered one
+        return plan
+
+    def _rate_once(self, batch: Batch, view: View) -> Plan:
+        return rate_batch(
+            batch.accepted,
+            batch.next_offsets,
+            view,
+            self._keys,
+            self._params,
+            self._store.lateness_ms,
+        )
+
+    def check(self, stored: dict[int, int | None]) -> None:
+        """RedisBehind if Redis holds a lower next offset than confirmed for a partition."""
+        confirmed = self.confirmed
+        for partition, offset in stored.items():
+            floor = confirmed.get(partition)
+            if floor is not None and (offset is None or offset < floor):
+                raise RedisBehind(partition, offset, floor)
+
+    def _watched(self, batch: Batch) -> list[int]:
+        """The batch's partitions and every other one this instance applies: one read checks
+        them all, so a loss shows at the next read whichever partitions the batch holds."""
+        if len(self.confirmed) <= len(batch.partitions):
+            return batch.partitions
+        return list(dict.fromkeys([*batch.partitions, *self.confirmed]))
 
     def rate_behind(self, batch: Batch, ahead: Ready) -> tuple[Plan | None, Plan]:
         """Send `ahead`'s write right behind `batch`'s read, rate `batch` on top of what the
@@ -144,7 +178,7 @@ class Writer:
             view, write = self._store.read_view_then_write(
                 batch.players,
                 batch.pairs,
-                batch.partitions,
+                self._watched(batch),
                 Overlay(plan.states, self._cache),
                 plan,
                 self._params.cooldown_ms,
@@ -156,10 +190,16 @@ class Writer:
                 raise
             self._redis_failed(exc)  # whether the write ran is unknown: the redo finds out
             return None, self.write(ahead.batch, None)
+        try:
+            self.check(view.offsets)  # read before the write ahead: confirmed is still due
+        except RedisBehind:
+            self._settle(write)
+            raise
         # What Redis holds once the write ahead has run: its players, pairs, offsets, S and P.
         view.cooldowns.update(plan.cooldowns)
         view.event_ids.update((key, digest) for key, digest, _ts in plan.event_ids)
         view.offsets.update(plan.offsets)
+        view.watermarks.update(plan.watermarks)
         view.player_count += plan.count_delta
         view.sigma_units_total += (plan.sigma_hi_delta << 32) + plan.sigma_lo_delta
         mine = self._rate(batch, view)
@@ -210,10 +250,17 @@ class Writer:
         self._applied(ahead.plan, started)
         return True
 
+    def _settle(self, write: PendingWrite) -> None:
+        """Wait for a write whose outcome no longer matters (the caller re-reads everything),
+        so that its reply does not stay on the connection."""
+        with contextlib.suppress(Conflict, redis.RedisError):
+            write.result()
+
     def _applied(self, plan: Plan, started: float) -> None:
         self._metrics.redis_write.observe(time.perf_counter() - started)
         self._metrics.ready_flags["redis"] = True
         self._cache.store(plan.states)
+        self.confirmed.update(plan.offsets)
 
     def _conflict(self, batch: Batch, exc: Conflict) -> None:
         self._cache.forget(batch.players)

@@ -5,12 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 
-from adr_cli import logs as _log
 from consumer._errors import ConsumerError
 from consumer.config import add_arguments as _add_config_arguments
 from consumer.config import from_args
 from engine import ParamError, Params
 from runtime import RuntimeConfigError, redact_text
+from runtime import logs as _log
 
 EXIT_CONFIG = 2
 log = logging.getLogger("adr.consumer")

@@ -8,9 +8,8 @@ import os
 import socket
 from collections.abc import Mapping
 
-from adr_cli.params import add_param_argument, param_overrides
 from consumer._errors import ConsumerError
-from engine import ParamError
+from engine import DEFAULT_LATENESS_MS, ParamError
 from runtime import (
     KafkaSettings,
     RuntimeConfigError,
@@ -19,6 +18,8 @@ from runtime import (
     kafka_settings_from_args,
     redact_url,
 )
+from runtime.params import add_param_argument, param_overrides
+from schemas import DEFAULT_MAX_AGE_MS, DEFAULT_MAX_FUTURE_MS
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -47,8 +48,15 @@ class Config:
     batch_size: int = 1000
     batch_wait_ms: int = 50
     """How long one read waits for a batch to fill; bounds the latency a quiet topic adds."""
-    max_age_ms: int = 3_600_000
-    max_future_ms: int = 60_000
+    max_age_ms: int = DEFAULT_MAX_AGE_MS
+    """Wall-clock guard against plainly absurd event times: older is dead-lettered
+    (`ts_out_of_range`). Lateness itself is by event time (`lateness_ms`)."""
+    max_future_ms: int = DEFAULT_MAX_FUTURE_MS
+    """Wall-clock guard ahead: stays tight, since an event from the future would move its
+    partition's watermark and make the events after it late."""
+    lateness_ms: int = DEFAULT_LATENESS_MS
+    """An event older than the largest event time accepted on its partition minus this is late:
+    counted (`adr_events_late_total`), not rated; the engine's rule (`adr replay --lateness`)."""
     metrics_port: int = 9108
     metrics_host: str = "0.0.0.0"
     relay_batch: int = 5000
@@ -56,6 +64,8 @@ class Config:
     """Player states kept in memory between batches (0: read every player each batch)."""
     outbox_claim_idle_ms: int = 10_000
     """An outbox entry read by a relay that then died is re-sent after this long."""
+    held_recheck_ms: int = 5_000
+    """How often a partition held for a stored offset outside the log is checked again."""
     backoff_initial_s: float = 0.1
     backoff_max_s: float = 5.0
     instance_id: str = dataclasses.field(
@@ -77,7 +87,8 @@ class Config:
             raise ConsumerError("batch sizes must be >= 1")
         if self.state_cache_players < 0:
             raise ConsumerError("state_cache_players must be >= 0")
-        if self.batch_wait_ms < 0 or self.max_age_ms < 0 or self.max_future_ms < 0:
+        durations = (self.batch_wait_ms, self.max_age_ms, self.max_future_ms, self.lateness_ms)
+        if min(*durations, self.held_recheck_ms) < 0:
             raise ConsumerError("durations must be >= 0")
         if self.dead_letter_timeout_ms < 1:
             raise ConsumerError("dead_letter_timeout_ms must be >= 1 (0 would wait forever)")
@@ -102,26 +113,61 @@ _ENV: dict[str, tuple[str, type]] = {
     "batch_wait_ms": ("ADR_BATCH_WAIT_MS", int),
     "max_age_ms": ("ADR_MAX_AGE_MS", int),
     "max_future_ms": ("ADR_MAX_FUTURE_MS", int),
+    "lateness_ms": ("ADR_LATENESS_MS", int),
     "metrics_port": ("ADR_METRICS_PORT", int),
     "metrics_host": ("ADR_METRICS_HOST", str),
     "relay_batch": ("ADR_RELAY_BATCH", int),
     "state_cache_players": ("ADR_STATE_CACHE_PLAYERS", int),
     "outbox_claim_idle_ms": ("ADR_OUTBOX_CLAIM_IDLE_MS", int),
+    "held_recheck_ms": ("ADR_HELD_RECHECK_MS", int),
     "instance_id": ("ADR_INSTANCE_ID", str),
 }
 
 
+# flag dest -> its one-line description in `adr consume --help`
+_HELP: dict[str, str] = {
+    "bootstrap_servers": "Kafka bootstrap servers",
+    "redis_url": "Redis of the rating pool (URL forms: docs/operations.md)",
+    "namespace": "the rating pool: Redis key prefix {ns}",
+    "topic": "topic of kill events to rate",
+    "group": "Kafka consumer group of the pool's consumers",
+    "group_instance_id": "static membership id, one per replica (e.g. the pod name)",
+    "session_timeout_ms": "Kafka group session timeout",
+    "kafka_debug": "librdkafka debug contexts, e.g. cgrp,fetch (empty: off)",
+    "rating_topic": "topic the rating changes go to",
+    "dlq_topic": "dead-letter topic for events that cannot be rated",
+    "dead_letter_timeout_ms": "how long the broker has to acknowledge a dead letter",
+    "batch_size": "most events read and written per batch",
+    "batch_wait_ms": "how long one read waits for a batch to fill",
+    "max_age_ms": "wall-clock guard: older event times are dead-lettered",
+    "max_future_ms": "wall-clock guard: event times further ahead are dead-lettered",
+    "lateness_ms": "event-time lateness: older than a partition's watermark minus this is late",
+    "metrics_port": "port of /metrics, /healthz and /readyz (0: none)",
+    "metrics_host": "address the metrics server binds",
+    "relay_batch": "most outbox entries relayed to Kafka per pump",
+    "state_cache_players": "player states kept in memory between batches",
+    "outbox_claim_idle_ms": "outbox entries of a dead relay are re-sent after this long",
+    "held_recheck_ms": "how often a partition held for an out-of-log offset is rechecked",
+    "instance_id": "this replica's name in the outbox consumer group",
+}
+_EPILOG = (
+    "exit status: 0 stopped by SIGTERM/SIGINT after the batch in hand; 2 bad configuration "
+    "(a flag, an environment variable, a Kafka setting). Failures of Kafka or Redis while "
+    "running are retried, not exits."
+)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of `adr consume`; each defaults to its environment variable, then Config's."""
+    parser.epilog = _EPILOG
     defaults = Config()
     for dest, (env, typ) in _ENV.items():
         flag = "--" + dest.replace("_", "-")
         shown = "hostname-pid" if dest == "instance_id" else getattr(defaults, dest)
         if dest == "redis_url":
             shown = f"{shown}; or a file named by {env}_FILE"
-        parser.add_argument(
-            flag, dest=dest, type=typ, default=None, help=f"(env {env}; default {shown})"
-        )
+        text = f"{_HELP[dest]} (env {env}; default {shown})"
+        parser.add_argument(flag, dest=dest, type=typ, default=None, help=text)
     add_kafka_arguments(parser)
     add_param_argument(parser)
 

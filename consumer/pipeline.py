@@ -26,23 +26,23 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from adr_cli import compiled
 from consumer._batch import Accepted, Plan
 from consumer._blocked import Blocked
 from consumer._cache import StateCache
 from consumer._collector import Collector
 from consumer._dead_letters import DeadLetters, Stop
-from consumer._errors import CorruptState
+from consumer._errors import CorruptState, RedisBehind
 from consumer._kafka import KAFKA_LOG, is_fatal, new_consumer, new_producer
 from consumer._keys import Keys
+from consumer._log_range import LogRange
 from consumer._metrics import Metrics, serve
 from consumer._relay import Relay
-from consumer._retry import RedisRetry
+from consumer._retry import RedisRetry, retriable
 from consumer._store import Store
 from consumer._writer import Batch, Ready, Writer
 from consumer.config import Config
 from engine import Params
-from runtime import connect
+from runtime import compiled, connect
 from schemas import Limits, Reason, SchemaError, check_key, decode_kill_event
 
 log = logging.getLogger("adr.consumer")
@@ -68,7 +68,9 @@ class Pipeline:
             health_check_interval=5,
         )
         self._retry = RedisRetry(self.metrics, config.backoff_initial_s, config.backoff_max_s)
-        self.store = Store(self.redis, self.keys, config.topic, params, self._corrupt)
+        self.store = Store(
+            self.redis, self.keys, config.topic, params, config.lateness_ms, self._corrupt
+        )
         self.cache = StateCache(config.state_cache_players)
         self.writer = Writer(
             self.store,
@@ -98,6 +100,7 @@ class Pipeline:
             config.outbox_claim_idle_ms,
             self.metrics,
         )
+        self.log_range = LogRange(config.topic, self.metrics, config.held_recheck_ms / 1000)
         self.assigned: set[int] = set()
         self.positions: dict[int, int] = {}
         self._stopping = False
@@ -124,6 +127,9 @@ class Pipeline:
                 log.warning("closing a failed client", extra={"error": str(exc)})
         self.assigned.clear()
         self.positions.clear()
+        self.writer.confirmed.clear()
+        for partition in list(self.log_range.held):
+            self.log_range.forget(partition)
         self.blocked.forget()
         self.kafka = new_consumer(self.config, self._on_kafka_error)
         self.producer = new_producer(self.config, self._on_kafka_error)
@@ -216,18 +222,108 @@ class Pipeline:
         batch = Batch(accepted, next_offsets, len(good), started, self.keys)
         ahead, self._ready = self._ready, None
         plan = None
-        if ahead is not None:
-            plan, written = self.writer.rate_behind(batch, ahead)
-            self._confirmed(ahead.batch, written)
-        if plan is None:
-            plan = self._retry(lambda: self.writer.rate(batch), "read")
+        try:
+            if ahead is not None:
+                plan, written = self.writer.rate_behind(batch, ahead)
+                self._confirmed(ahead.batch, written)
+            if plan is None:
+                plan = self._retry(lambda: self.writer.rate(batch), "read")
+        except RedisBehind as exc:
+            self._rewind(exc)  # this batch (and the one ahead) come again from the log
+            return
         self._ready = Ready(batch, plan)
 
     def flush(self) -> None:
         """Write and confirm the batch held back, if any."""
         ahead, self._ready = self._ready, None
         if ahead is not None:
-            self._confirmed(ahead.batch, self.writer.write(ahead.batch, ahead.plan))
+            try:
+                self._confirmed(ahead.batch, self.writer.write(ahead.batch, ahead.plan))
+            except RedisBehind as exc:
+                self._rewind(exc)
+
+    def _rewind(self, exc: RedisBehind) -> None:
+        """Redis lost writes it had acknowledged and holds an earlier, consistent state (the
+        script writes the state and the offsets together): drop what was computed on the lost
+        state and read every partition again from the offsets Redis holds now."""
+        log.error(
+            "redis holds less than it acknowledged, rewinding to its stored offsets",
+            extra={"partition": exc.partition, "stored": exc.stored, "confirmed": exc.confirmed},
+        )
+        self.metrics.redis_rewinds.inc()
+        self._ready = None
+        self.cache.clear()
+        self._assign_stored(self.kafka, sorted(self.assigned))
+
+    def _assign_stored(self, consumer: Consumer, partitions: list[int]) -> None:
+        """Assign `partitions` at the next offsets Redis holds for them, and hold (pause) each
+        whose stored offset lies outside its log (consumer/_log_range.py). Assigning anew, not
+        seeking: a seek fails on a partition that is paused before its first fetch."""
+        stored = self._retry(lambda: self.store.read_offsets(partitions), "read offsets")
+        assignment: list[TopicPartition] = []
+        held: dict[int, str] = {}
+        for partition in partitions:
+            offset = stored.get(partition)
+            self._start_at(partition, offset)
+            why = self.log_range.outside(consumer, partition, offset)
+            if why is None:
+                self.log_range.forget(partition)
+            else:
+                held[partition] = why
+            start = OFFSET_BEGINNING if offset is None else offset
+            assignment.append(TopicPartition(self.config.topic, partition, start))
+        self.blocked.forget(partitions)  # a stopped message is met again from the stored offset
+        consumer.assign(assignment)
+        self.assigned = set(partitions)
+        for partition, why in held.items():
+            self.log_range.hold(consumer, partition, why)  # before anything is fetched
+        # a partition assigned again stays paused (librdkafka keeps the flag): resume the others
+        reading = [tp for tp in assignment if tp.partition not in held]
+        if reading:
+            consumer.resume(reading)
+        log.info(
+            "partitions assigned",
+            extra={"partitions": {tp.partition: tp.offset for tp in assignment}},
+        )
+
+    def _start_at(self, partition: int, offset: int | None) -> None:
+        """Redis holds `offset` (None: nothing) as the partition's next: apply from there."""
+        self.positions.pop(partition, None)
+        self.writer.confirmed.pop(partition, None)
+        if offset is not None:
+            self.positions[partition] = offset
+            self.writer.confirmed[partition] = offset
+
+    def _recheck_held(self) -> None:
+        """Read a held partition again once its stored offset lies inside the log (an operator
+        set it there, or the log grew back past it): docs/operations.md, "AdrPartitionHeld"."""
+        if not self.log_range.due():
+            return
+        held = sorted(self.log_range.held)
+        try:
+            stored = self.store.read_offsets(held)
+        except redis.RedisError as exc:
+            if not retriable(exc):
+                raise
+            self.metrics.swallowed.labels("redis_offset_check").inc()
+            return
+        if any(self.log_range.outside(self.kafka, p, stored.get(p)) is None for p in held):
+            self.flush()
+            self._assign_stored(self.kafka, sorted(self.assigned))
+
+    def _check_stored(self) -> None:
+        """Between batches (a quiet topic): does Redis still hold what this instance wrote?"""
+        if self._ready is not None or not self.writer.confirmed:
+            return
+        partitions = list(self.writer.confirmed)
+        try:
+            self.writer.check(self.store.read_offsets(partitions))
+        except RedisBehind as exc:
+            self._rewind(exc)
+        except redis.RedisError as exc:
+            if not retriable(exc):
+                raise
+            self.metrics.swallowed.labels("redis_offset_check").inc()
 
     def _confirmed(self, batch: Batch, plan: Plan) -> None:
         """The batch is in Redis: move on, commit, count it, and relay what is confirmed (Redis
@@ -251,6 +347,13 @@ class Pipeline:
             else:
                 if is_fatal(err):
                     self._fatal = True
+                elif (
+                    err.code() == KafkaError._AUTO_OFFSET_RESET
+                    and m.partition() is not None
+                    and m.partition() not in self.log_range.held
+                ):
+                    # the position fell outside the log while reading (retention, truncation)
+                    self.log_range.hold(self.kafka, cast(int, m.partition()), str(err))
                 self.metrics.swallowed.labels("kafka_consume").inc()
                 log.warning("kafka consume error", extra={"error": str(err)})
         if good:
@@ -322,6 +425,7 @@ class Pipeline:
         m.consumed.inc(size)
         m.counted.inc(plan.counted)
         m.duplicate.inc(plan.duplicates)
+        m.late.inc(plan.late)
         m.batch_size.observe(size)
         m.batch_duration.observe(time.perf_counter() - started)
         now_ms = time.time_ns() // 1_000_000
@@ -334,22 +438,10 @@ class Pipeline:
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         """Start each partition where Redis says the state is, not where Kafka's group says."""
         self.flush()  # its offsets first, so that the read below sees them
-        stored = self._retry(
-            lambda: self.store.read_offsets([tp.partition for tp in partitions]), "read offsets"
-        )
-        for tp in partitions:
-            offset = stored.get(tp.partition)
-            tp.offset = OFFSET_BEGINNING if offset is None else offset
-        self.blocked.forget([tp.partition for tp in partitions])
-        consumer.assign(partitions)
-        self.assigned = {tp.partition for tp in partitions}
+        self._assign_stored(consumer, [tp.partition for tp in partitions])
         self.metrics.rebalances.inc()
         self.metrics.ready_flags["assigned"] = True
         self.metrics.ready_flags["broker"] = True
-        log.info(
-            "partitions assigned",
-            extra={"partitions": {tp.partition: tp.offset for tp in partitions}},
-        )
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         log.info("partitions revoked", extra={"partitions": [tp.partition for tp in partitions]})
@@ -359,6 +451,8 @@ class Pipeline:
         for tp in partitions:
             self.assigned.discard(tp.partition)
             self.positions.pop(tp.partition, None)
+            self.writer.confirmed.pop(tp.partition, None)
+            self.log_range.forget(tp.partition)
             with contextlib.suppress(KeyError):  # never reported
                 self.metrics.lag.remove(str(tp.partition))
 
@@ -367,6 +461,8 @@ class Pipeline:
         if now < self._next_lag:
             return
         self._next_lag = now + _LAG_EVERY_S
+        self._check_stored()
+        self._recheck_held()
         for partition in self.assigned:
             position = self.positions.get(partition)
             if position is None:

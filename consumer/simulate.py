@@ -16,7 +16,6 @@ import sys
 import time
 from typing import IO, Any
 
-from adr_cli import logs as _log
 from consumer._traffic import (
     KINDS,
     MALFORMED_KINDS,
@@ -35,6 +34,8 @@ from runtime import (
     kafka_settings_from_args,
     redact_text,
 )
+from runtime import logs as _log
+from runtime.kafka_produce import produce_waiting
 
 __all__ = [
     "KINDS",
@@ -68,13 +69,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--bootstrap-servers", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS"),
         help="Kafka bootstrap servers (env KAFKA_BOOTSTRAP_SERVERS)")  # fmt: skip
     add_kafka_arguments(parser)
-    add("--topic", default=os.environ.get("ADR_TOPIC", "kill-events"))
-    add("--arenas", type=int, default=d.arenas)
-    add("--players", type=int, default=d.players)
+    parser.epilog = (
+        "exit status: 0 every message delivered (or written); 1 a delivery failed or Kafka "
+        "cannot be reached; 2 usage. A JSON summary goes to stdout."
+    )
+    add("--topic", default=os.environ.get("ADR_TOPIC", "kill-events"),
+        help="topic to publish to (env ADR_TOPIC; default kill-events)")  # fmt: skip
+    add("--arenas", type=int, default=d.arenas, help=f"simulated arenas (default {d.arenas})")
+    add("--players", type=int, default=d.players, help=f"simulated players (default {d.players})")
     add("--rate", type=float, default=1000.0, help="messages per second; 0 = as fast as possible")
     add("--events", "--max-messages", dest="events", type=int, default=d.events,
         help="messages to send, valid and malformed; 0 = until stopped")  # fmt: skip
-    add("--seed", type=int, default=d.seed)
+    add("--seed", type=int, default=d.seed, help="seed: the same seed, the same stream")
     add("--duplicate-rate", type=float, default=d.duplicate_rate,
         help="fraction of repeat kills inside the cooldown")  # fmt: skip
     add("--malformed-rate", type=float, default=d.malformed_rate,
@@ -91,7 +97,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--out", default=None, help="also write valid events as JSON lines (adr replay input)")
     add("--no-kafka", action="store_true", help="do not produce to Kafka (use with --out)")
     add("--partitions", type=int, default=8, help="partitions if the topic must be created")
-    add("--compression", default="lz4", choices=["lz4", "zstd", "snappy", "gzip", "none"])
+    add("--compression", default="lz4", choices=["lz4", "zstd", "snappy", "gzip", "none"],
+        help="producer compression (default lz4)")  # fmt: skip
     add("--progress-every", type=float, default=5.0, help="seconds between progress lines")
 
 
@@ -271,10 +278,5 @@ def _pump(
 
 def _produce(producer: Any, topic: str, msg: SimMessage, on_delivery: Any) -> None:
     """Hand one message to librdkafka, waiting for room when its queue is full."""
-    while True:
-        try:
-            producer.produce(topic, key=msg.key, value=msg.value, on_delivery=on_delivery)
-            break
-        except BufferError:
-            producer.poll(0.05)
+    produce_waiting(producer, topic, msg.value, msg.key, on_delivery=on_delivery)
     producer.poll(0)

@@ -3,9 +3,11 @@
 No I/O and deterministic: the same events and snapshot schedule give bit-identical state.
 The algorithm is ../shared/seeds/ADR-Algorithm-EN.md as read by adr-reading.md; the exactness
 rules (integer ms, exact σ̄, fsum means, rational quantile index) are in docs/design.md.
+
+Exceptions: `EngineError` (root) ← `ParamError` (also a ValueError: a bad parameter value).
 """
 
-from engine._book import COUNTED, DUPLICATE, RatingBook, Verdict
+from engine._book import COUNTED, DEFAULT_LATENESS_MS, DUPLICATE, RatingBook, Verdict
 from engine._cooldown import is_duplicate
 from engine._decay import decay_mu, decay_sigma, gap_days, is_returning
 from engine._errors import EngineError, ParamError
@@ -33,10 +35,18 @@ from engine._update import (
     sigma_next,
     window_next,
 )
-from engine.params import MS_PER_DAY, TIER_COUNT, TIER_LABELS, Params
+from engine.params import (
+    MS_PER_DAY,
+    TIER_COUNT,
+    TIER_LABELS,
+    Params,
+    tier_label,
+    tier_of_label,
+)
 
 __all__ = [
     "COUNTED",
+    "DEFAULT_LATENESS_MS",
     "DUPLICATE",
     "EMPTY_SNAPSHOT",
     "MS_PER_DAY",
@@ -84,7 +94,9 @@ __all__ = [
     "sigma_units",
     "smoothed",
     "take_snapshot",
+    "tier_label",
     "tier_of",
+    "tier_of_label",
     "tier_step",
     "window_mean",
     "window_next",

@@ -17,6 +17,20 @@ TIER_LABELS: tuple[str, ...] = (
     "1H", "1M", "1L", "2H", "2M", "2L", "3H", "3M", "3L", "4H", "4M", "4L", "5H", "5M", "5L",
 )  # fmt: skip
 
+_LABEL_BY_TIER: tuple[str, ...] = ("", *TIER_LABELS)
+_TIER_BY_LABEL: dict[str, int] = {label: k for k, label in enumerate(TIER_LABELS, start=1)}
+
+
+def tier_label(tier: int) -> str:
+    """'1H'..'5L' for a placed tier index 1..15, '' for unplaced (0) (§6)."""
+    return _LABEL_BY_TIER[tier]
+
+
+def tier_of_label(label: str) -> int:
+    """The tier index of '1H'..'5L' (1..15), 0 for '' (unplaced); KeyError for anything else."""
+    return 0 if label == "" else _TIER_BY_LABEL[label]
+
+
 INT_FIELDS: frozenset[str] = frozenset({"s_max", "n_min", "n_active", "p_min", "window"})
 _UNIFORM_SHARES: tuple[Fraction, ...] = (Fraction(1, TIER_COUNT),) * TIER_COUNT
 

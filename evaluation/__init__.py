@@ -2,6 +2,8 @@
 
 Every system sits behind one small interface (:class:`RatingSystem`): predict P(a kills b), then
 update. The synthetic stream, the metrics and the report are plain functions over those systems.
+
+Exceptions: `EvaluationError` (root and only one).
 """
 
 from evaluation.errors import EvaluationError

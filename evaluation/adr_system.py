@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from engine import TIER_LABELS, Params, RatingBook
+from engine import Params, RatingBook
+from engine import tier_label as _engine_tier_label
 
 # The evaluation calibrates on event time once an hour (the online tier job runs on the wall
 # clock with its own --every); recorded in the report.
@@ -44,4 +45,4 @@ class AdrSystem:
 
     @staticmethod
     def tier_label(tier: int) -> str:
-        return "unplaced" if tier == 0 else TIER_LABELS[tier - 1]
+        return _engine_tier_label(tier) or "unplaced"

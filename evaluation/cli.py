@@ -38,9 +38,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from evaluation.suite import SYSTEMS
 
     d = StreamConfig()
+    parser.epilog = "exit status: 0 report written; 1 a run failed; 2 usage"
     parser.add_argument("--out", required=True, type=Path, help="directory for the report")
     parser.add_argument("--seed", type=int, default=d.seed, help=f"stream seed ({d.seed})")
-    parser.add_argument("--players", type=int, default=d.players, help=f"({d.players})")
+    parser.add_argument(
+        "--players", type=int, default=d.players, help=f"simulated players ({d.players})"
+    )
     parser.add_argument("--events", type=int, default=d.events, help=f"organic kills ({d.events})")
     parser.add_argument("--days", type=int, default=d.days, help=f"stream length ({d.days})")
     parser.add_argument(

@@ -1,9 +1,14 @@
 """What every adr process shares below the services: operator Kafka settings, secrets, and
 the connection to a rating pool's Redis (one server, TLS, Sentinel, Cluster).
 
+The Redis names (`connect`, `pool_slot`, `RedisUrlError`) load on first use: every `adr` command
+imports this package, and only those that talk to Redis should pay for importing redis-py.
+
 Exceptions: `RuntimeConfigError` (root, a ValueError) ← `KafkaSettingsError`,
 `SecretFileError`, `RedisUrlError`.
 """
+
+from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from runtime._errors import KafkaSettingsError, RuntimeConfigError, SecretFileError
 from runtime.kafka_settings import (
@@ -13,7 +18,6 @@ from runtime.kafka_settings import (
     parse_pairs,
     read_properties,
 )
-from runtime.redis_connect import RedisUrlError, connect, pool_slot
 from runtime.secrets import env_value, is_secret_key, redact_settings, redact_text, redact_url
 
 __all__ = [
@@ -34,3 +38,18 @@ __all__ = [
     "redact_text",
     "redact_url",
 ]
+
+if _TYPE_CHECKING:
+    from runtime.redis_connect import RedisUrlError, connect, pool_slot
+
+_LAZY = {"RedisUrlError", "connect", "pool_slot"}
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'runtime' has no attribute {name!r}")
+    from runtime import redis_connect
+
+    value = getattr(redis_connect, name)
+    globals()[name] = value
+    return value

@@ -2,6 +2,8 @@
 
 Each format has a document (``<format>.md``) and a JSON Schema (``<format>.v1.schema.json``)
 generated from its Struct by ``python -m schemas``.
+
+Exceptions: `SchemaError` (root and only one; its `reason` is a `Reason`, the dead-letter reason).
 """
 
 from schemas._errors import Reason, SchemaError

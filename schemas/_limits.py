@@ -13,8 +13,10 @@ MAX_ID_BYTES = 64
 MAX_LABEL_BYTES = 16
 """A tier label (e.g. "1H") is 1–16 bytes of UTF-8."""
 
-DEFAULT_MAX_AGE_MS = 3_600_000
-"""Oldest accepted event time, relative to the wall clock (the engine's lateness default)."""
+DEFAULT_MAX_AGE_MS = 7 * 86_400_000
+"""Oldest accepted event time, relative to the wall clock: a guard against plainly absurd times
+only (seconds sent as milliseconds, a clock at zero). Whether an event is too late to rate is
+decided by event time (the consumer's per-partition watermark, like the engine's)."""
 
 DEFAULT_MAX_FUTURE_MS = 60_000
 """Newest accepted event time, relative to the wall clock (tolerates game-server clock skew)."""

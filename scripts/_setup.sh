@@ -69,7 +69,7 @@ adr_setup() {
   if [ -z "${REDIS_URL:-}" ]; then
     _have_redis_server || packages+=(redis-server)
   fi
-  if [ "${ADR_COMPILED:-1}" != "0" ]; then  # the compiled build (adr_cli/compiled.py)
+  if [ "${ADR_COMPILED:-1}" != "0" ]; then  # the compiled build (runtime/compiled.py)
     command -v cc >/dev/null 2>&1 || command -v gcc >/dev/null 2>&1 || packages+=(gcc)
     if [ -n "$python" ] && ! "$python" -c 'import os, sys, sysconfig
 sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
@@ -108,10 +108,10 @@ sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Pyth
     printf '%s' "$want" >"$stamp"
   fi
 
-  # The engine and the consumer's hot path compiled with mypyc (adr_cli/compiled.py), rebuilt
+  # The engine and the consumer's hot path compiled with mypyc (runtime/compiled.py), rebuilt
   # only when their sources change; without a C compiler it warns and the pure modules run.
   if [ "${ADR_COMPILED:-1}" != "0" ]; then
-    "$ADR_VENV/bin/python" -m adr_cli.compiled build --if-stale ||
+    "$ADR_VENV/bin/python" -m runtime.compiled build --if-stale ||
       _log "warning: no compiled build (needs gcc and the Python headers); running pure Python"
   fi
 

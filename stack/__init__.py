@@ -2,6 +2,8 @@
 
 ``adr stack up|down|status`` runs them for people; :class:`SessionServers` finds or starts them
 for test sessions; ``adr demo`` runs the whole pipeline on them.
+
+Exceptions: `StackError` (root and only one: a server that cannot be provisioned or started).
 """
 
 from stack._endpoints import SessionServers, docker_answers

@@ -14,9 +14,9 @@ from stack._errors import StackError
 class TopicAdmin:
     """A thin AdminClient wrapper: ``create(name, partitions)`` returns once the topic is usable."""
 
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, settings: Mapping[str, str] | None = None) -> None:
         self.bootstrap = bootstrap
-        self.client = AdminClient({"bootstrap.servers": bootstrap})
+        self.client = AdminClient({**(settings or {}), "bootstrap.servers": bootstrap})
 
     def create(
         self,

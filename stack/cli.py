@@ -71,7 +71,15 @@ def _env_lines(servers: list[_Server]) -> str:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``adr stack``."""
-    parser.add_argument("action", choices=("up", "down", "status"))
+    parser.epilog = (
+        "exit status: 0 done (status: both running); 1 a server could not start or stop; "
+        "2 usage; 3 status: not running"
+    )
+    parser.add_argument(
+        "action",
+        choices=("up", "down", "status"),
+        help="start the servers in the background, stop them, or report them",
+    )
     parser.add_argument(
         "--kafka-port", type=int, default=int(os.environ.get("ADR_KAFKA_PORT", "0")),
         help="broker port on 127.0.0.1 (env ADR_KAFKA_PORT; default: a free port)",

@@ -23,15 +23,25 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
-from runtime import connect
+from runtime import (
+    KafkaSettings,
+    RuntimeConfigError,
+    add_kafka_arguments,
+    connect,
+    kafka_settings_from_args,
+    redact_url,
+)
 from stack._errors import StackError
 from stack._local import LocalStack
 from stack._ports import LOOPBACK, free_port
 from stack._procs import log_tail, spawn, stop_pid
 from stack._topics import TopicAdmin
+from stack.secured import SecuredStack
 
 EXIT_OK = 0
 EXIT_FAILED = 1
+_REDIS_ROLE = {"consume": "consumer", "calibrate": "tierjob"}
+"""Which ACL user's Redis URL each child gets (deploy/redis/acl-users.acl)."""
 _CHILD_STOP_TIMEOUT_S = 20.0
 
 
@@ -48,6 +58,10 @@ class _Stop(Exception):
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Flags of ``adr demo``."""
+    parser.epilog = (
+        "exit status: 0 stopped by Ctrl-C, SIGTERM or --duration; 1 a server or a child process "
+        "failed (its log is kept and named)"
+    )
     add = parser.add_argument
     add("--duration", type=float, default=0.0, help="seconds to run; 0 = until Ctrl-C (default)")
     add("--namespace", default=os.environ.get("ADR_NAMESPACE", "adr-demo"),
@@ -58,9 +72,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--players", type=int, default=1000, help="simulated players")
     add("--rate", type=float, default=300.0, help="simulated kill events per second")
     add("--seed", type=int, default=1, help="seed of the simulation")
+    add("--secured", action="store_true", help="run against a local secured stack: Kafka over "
+        "SASL_SSL (SCRAM), Redis over TLS with client certificates and ACL users")  # fmt: skip
     add("--calibrate-every", type=float, default=10.0, help="seconds between tier calibrations")
     add("--refresh", type=float, default=2.0, help="seconds between leaderboard refreshes")
     add("--top", type=int, default=10, help="rows of the leaderboard")
+    add_kafka_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -76,33 +93,46 @@ def run(args: argparse.Namespace) -> int:
     for sig in previous:
         signal.signal(sig, on_signal)
     status = EXIT_FAILED
+    secured: SecuredStack | None = None
     try:
+        kafka = kafka_settings_from_args(args)
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
         redis_url = os.environ.get("REDIS_URL", "").strip()
-        if not (bootstrap and redis_url):
+        urls = dict.fromkeys(("consumer", "tierjob", "reader"), redis_url)
+        if args.secured:
+            _say("starting a secured Kafka broker (SASL_SSL) and redis-server (TLS, ACL) ...")
+            secured = SecuredStack(workdir / "secured", args.namespace)
+            secured.start()
+            bootstrap = secured.bootstrap
+            kafka = KafkaSettings({**kafka.settings, **secured.kafka_settings()})
+            urls = {role: secured.redis_url(role) for role in urls}
+        elif not (bootstrap and redis_url):
             local = LocalStack(workdir / "stack")
             _say("starting a local Kafka broker and redis-server (no Docker) ...")
             bootstrap = bootstrap or local.kafka_bootstrap()
             redis_url = redis_url or local.redis_url()
+            urls = dict.fromkeys(urls, redis_url)
             for name, pid in (("kafka", local.kafka.pid), ("redis-server", local.redis.pid)):
                 if pid is not None:
                     _say(f"{name}: pid {pid}, logs in {local.workdir}")
-        _say(f"Kafka {bootstrap}, Redis {redis_url}, namespace {args.namespace!r}")
-        topics = _create_topics(bootstrap, args)
+        _say(f"Kafka {bootstrap}, Redis {redact_url(urls['consumer'])}, "
+             f"namespace {args.namespace!r}")  # fmt: skip
+        topics = _create_topics(bootstrap, kafka, args)
         metrics_port = free_port()
-        children = _start_children(
-            args, bootstrap, redis_url, topics, workdir / "logs", metrics_port
-        )
-        status = _watch(args, redis_url, children, metrics_port)
+        secrets = _write_secrets(workdir / "secrets", kafka, urls)
+        children = _start_children(args, bootstrap, secrets, topics, workdir / "logs", metrics_port)
+        status = _watch(args, urls["reader"], children, metrics_port)
     except (KeyboardInterrupt, _Stop):
         status = EXIT_OK
-    except StackError as e:
+    except (StackError, RuntimeConfigError) as e:
         _say(f"error: {e}")
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         with contextlib.suppress(KeyboardInterrupt, _Stop):
             _stop_all(children, local)
+            if secured is not None:
+                secured.stop()
         if status == EXIT_OK:
             with contextlib.suppress(OSError):
                 _remove_tree(workdir)
@@ -125,9 +155,11 @@ def _topic_names(args: argparse.Namespace) -> dict[str, str]:
     }
 
 
-def _create_topics(bootstrap: str, args: argparse.Namespace) -> dict[str, str]:
+def _create_topics(
+    bootstrap: str, kafka: KafkaSettings, args: argparse.Namespace
+) -> dict[str, str]:
     names = _topic_names(args)
-    admin = TopicAdmin(bootstrap)
+    admin = TopicAdmin(bootstrap, kafka.settings)
     admin.create(names["kill"], partitions=args.partitions, exist_ok=True)
     admin.create(names["rating"], partitions=args.partitions, exist_ok=True)
     admin.create(names["dlq"], partitions=1, exist_ok=True)
@@ -135,39 +167,52 @@ def _create_topics(bootstrap: str, args: argparse.Namespace) -> dict[str, str]:
     return names
 
 
+def _write_secrets(folder: Path, kafka: KafkaSettings, urls: dict[str, str]) -> dict[str, Path]:
+    """The children's credentials as 0600 files (never argv, which `ps` shows to everyone)."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    files = {"kafka": folder / "kafka.properties"}
+    contents = {"kafka": "".join(f"{k}={v}\n" for k, v in kafka.settings.items())}
+    for role, url in urls.items():
+        files[role] = folder / f"{role}-redis-url"
+        contents[role] = url + "\n"
+    for role, path in files.items():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(contents[role])
+    return files
+
+
 def _start_children(
     args: argparse.Namespace,
     bootstrap: str,
-    redis_url: str,
+    secrets: dict[str, Path],
     topics: dict[str, str],
     logs: Path,
     consume_port: int,
 ) -> list[_Child]:
-    env = {
-        **os.environ,
+    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ADR_KAFKA_CONFIG")}
+    env.update({
         "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
-        "REDIS_URL": redis_url,
+        "ADR_KAFKA_CONFIG_FILE": str(secrets["kafka"]),
         "ADR_NAMESPACE": args.namespace,
         "PYTHONUNBUFFERED": "1",
-    }
+    })  # fmt: skip
     adr = [sys.executable, "-m", "adr_cli"]
     calibrate_port = free_port()
     commands = {
         "consume": [
-            *adr, "consume", "--bootstrap-servers", bootstrap, "--redis-url", redis_url,
-            "--namespace", args.namespace, "--topic", topics["kill"],
+            *adr, "consume", "--namespace", args.namespace, "--topic", topics["kill"],
             "--rating-topic", topics["rating"], "--dlq-topic", topics["dlq"],
             "--group", f"{args.namespace}-consumer",
             "--metrics-port", str(consume_port), "--metrics-host", LOOPBACK,
         ],
         "calibrate": [
-            *adr, "calibrate", "--redis-url", redis_url, "--bootstrap-servers", bootstrap,
-            "--namespace", args.namespace, "--topic", topics["tier"],
+            *adr, "calibrate", "--namespace", args.namespace, "--topic", topics["tier"],
             "--every", str(args.calibrate_every),
             "--metrics-port", str(calibrate_port), "--metrics-host", LOOPBACK,
         ],
         "simulate": [
-            *adr, "simulate", "--bootstrap-servers", bootstrap, "--topic", topics["kill"],
+            *adr, "simulate", "--topic", topics["kill"],
             "--arenas", str(args.arenas), "--players", str(args.players),
             "--rate", str(args.rate), "--events", "0", "--seed", str(args.seed),
             "--partitions", str(args.partitions),
@@ -176,7 +221,10 @@ def _start_children(
     children = []
     for name, argv in commands.items():
         log = logs / f"{name}.log"
-        children.append(_Child(name, spawn(argv, log, tied_to_parent=True, env=env), log))
+        child_env = {**env, "REDIS_URL_FILE": str(secrets.get(_REDIS_ROLE.get(name, ""), ""))}
+        if name not in _REDIS_ROLE:
+            child_env.pop("REDIS_URL_FILE")
+        children.append(_Child(name, spawn(argv, log, tied_to_parent=True, env=child_env), log))
         _say(f"{name}: pid {children[-1].proc.pid}, log {log}")
     _say(f"metrics: consumer http://{LOOPBACK}:{consume_port}/metrics, "
          f"tier job http://{LOOPBACK}:{calibrate_port}/metrics")  # fmt: skip

@@ -343,3 +343,75 @@ class SecuredBroker:
     def stop(self) -> None:
         if self.broker is not None:
             self.broker.stop()
+
+
+ACL_RULES: Final = Path(__file__).resolve().parent.parent / "deploy" / "redis" / "acl-users.acl"
+
+
+def acl_setuser_commands(namespace: str, passwords: dict[str, str]) -> list[list[str]]:
+    """deploy/redis/acl-users.acl's `ACL SETUSER` lines for `namespace`, as argument lists;
+    `passwords` maps a role (consumer, tierjob, reader) to its password."""
+    commands = []
+    for line in ACL_RULES.read_text().splitlines():
+        if not line.startswith("ACL SETUSER"):
+            continue
+        for role, password in passwords.items():
+            line = line.replace(f"<{role}-password>", password)
+        commands.append(line.replace("{ns}", "{" + namespace + "}").split())
+    return commands
+
+
+@dataclass
+class SecuredStack:
+    """What `adr demo --secured` runs: a SASL_SSL (SCRAM) broker and a TLS-only redis-server
+    that asks for client certificates, with the ACL users of deploy/redis/acl-users.acl."""
+
+    workdir: Path
+    namespace: str
+    kafka_user: str = "adr"
+    secrets: dict[str, str] = field(default_factory=dict)
+    broker: SecuredBroker | None = None
+    redis: RedisProcess | None = None
+    certs: Certificates | None = None
+
+    def start(self) -> None:
+        import secrets as _secrets
+
+        self.certs = make_certificates(self.workdir / "certs")
+        roles = ("consumer", "tierjob", "reader", "kafka")
+        self.secrets = {role: _secrets.token_urlsafe(18) for role in roles}
+        acl = acl_setuser_commands(self.namespace, self.secrets)
+        self.redis = tls_redis(
+            self.workdir / "redis",
+            self.certs,
+            ("user default off", *(" ".join(["user", *c[2:]]) for c in acl)),
+        )
+        self.redis.start()
+        self.broker = SecuredBroker(self.workdir / "kafka", self.certs)
+        self.broker.start()
+        self.broker.add_scram_user(self.kafka_user, self.secrets["kafka"])
+
+    @property
+    def bootstrap(self) -> str:
+        assert self.broker is not None
+        return self.broker.sasl_bootstrap
+
+    def kafka_settings(self) -> dict[str, str]:
+        assert self.broker is not None
+        return self.broker.sasl_settings(self.kafka_user, self.secrets["kafka"])
+
+    def redis_url(self, role: str) -> str:
+        """`rediss://` for the ACL user of `role`, with the CA and the client certificate."""
+        assert self.redis is not None and self.certs is not None
+        query = (
+            f"ssl_ca_certs={self.certs.ca}&ssl_certfile={self.certs.client_cert}"
+            f"&ssl_keyfile={self.certs.client_key}"
+        )
+        user = f"adr-{role}:{self.secrets[role]}"
+        return f"rediss://{user}@{LOOPBACK}:{self.redis.port}/0?{query}"
+
+    def stop(self) -> None:
+        if self.broker is not None:
+            self.broker.stop()
+        if self.redis is not None:
+            self.redis.stop()

@@ -8,7 +8,13 @@
 
 Sources, in order: KAFKA_BOOTSTRAP_SERVERS / REDIS_URL; testcontainers when Docker answers;
 the local stack (stack/), started on first use and stopped at session end. See stack/testing.py.
+
+Test lanes: a test that asks for one of the server fixtures, or whose module sets
+`pytestmark = pytest.mark.integration` (it starts servers of its own), is marked `integration`.
+`./scripts/test -m "not integration"` runs the rest in well under a minute; CI runs both.
 """
+
+import pytest
 
 from stack.testing import (
     adr_servers,
@@ -27,3 +33,15 @@ __all__ = [
     "redis_url",
     "unique_name",
 ]
+
+
+_SERVER_FIXTURES = frozenset(
+    {"adr_servers", "kafka_bootstrap", "kafka_admin", "redis_client", "redis_url"}
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that reaches a real server `integration`."""
+    for item in items:
+        if _SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.integration)

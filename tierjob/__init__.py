@@ -1,5 +1,9 @@
 """The tier job: `adr calibrate` (population snapshot → Redis and `tier-boundaries`) and
-`adr leaderboard` (read the live leaderboard). See docs/design.md, "Redis layout"."""
+`adr leaderboard` (read the live leaderboard). See docs/design.md, "Redis layout".
+
+Exceptions: `TierJobError` (root) ← `StateError` (Redis holds what cannot be read),
+`PublishError` (the topic missed a message), `LeaseLost`, `SnapshotMovedOn`, `PlayerNotFound`.
+"""
 
 from tierjob._errors import PublishError, StateError, TierJobError
 from tierjob._keys import Keys

@@ -20,8 +20,8 @@ from types import FrameType
 import redis
 from confluent_kafka import KafkaException
 
-from adr_cli import logs as _log
 from runtime import RuntimeConfigError, connect, redact_text
+from runtime import logs as _log
 from tierjob._errors import TierJobError
 from tierjob.calibration import CalibrationResult, Calibrator
 from tierjob.config import Config, from_args
@@ -29,6 +29,7 @@ from tierjob.config import add_arguments as _add_config_arguments
 from tierjob.metrics import Metrics
 from tierjob.publish import TopicPublisher
 
+_MIN_STALL_S = 120.0
 log = logging.getLogger("adr.calibrate")
 
 EXIT_OK = 0
@@ -99,7 +100,8 @@ def _forever(calibrator: Calibrator, topic: TopicPublisher, config: Config) -> i
     signal.signal(signal.SIGINT, on_signal)
     metrics = Metrics()
     if config.metrics_port:
-        metrics.serve(config.metrics_port, config.metrics_host)
+        # A run may take a while on a large population; three intervals without one is a stall.
+        metrics.serve(config.metrics_port, config.metrics_host, max(3 * config.every, _MIN_STALL_S))
     log.info(
         "calibrating",
         extra={
@@ -120,9 +122,11 @@ def _forever(calibrator: Calibrator, topic: TopicPublisher, config: Config) -> i
             result = calibrator.run_once()
         except (TierJobError, redis.RedisError) as exc:
             metrics.failed("calibrate")
+            metrics.tick(ok=False)
             log.error("calibration failed", extra={"error": str(exc)})
         else:
             metrics.observe(result)
+            metrics.tick(ok=topic_ready and result.topic_error is None)
             _log_result(result)
         # Fixed rate on the monotonic clock; a run longer than the interval skips the missed ticks.
         next_at += config.every

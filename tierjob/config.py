@@ -9,7 +9,6 @@ import socket
 import uuid
 from collections.abc import Mapping
 
-from adr_cli.params import add_param_argument, param_overrides
 from engine import ParamError, Params
 from runtime import (
     KafkaSettings,
@@ -19,6 +18,7 @@ from runtime import (
     kafka_settings_from_args,
     redact_url,
 )
+from runtime.params import add_param_argument, param_overrides
 from tierjob._errors import TierJobError
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"

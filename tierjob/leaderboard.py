@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 import redis
 
-from adr_cli.params import add_param_argument
 from runtime import RuntimeConfigError, connect, env_value, redact_text
+from runtime.params import add_param_argument
 from tierjob._errors import TierJobError
 from tierjob.board import Board, Entry, PlayerNotFound, TierTable
 from tierjob.config import DEFAULT_REDIS_URL, params_from_args
@@ -46,12 +46,17 @@ def _non_negative(text: str) -> int:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = _EPILOG
     parser.add_argument(
-        "--redis-url", default=None, help=f"(env REDIS_URL; default {DEFAULT_REDIS_URL})"
+        "--redis-url",
+        default=None,
+        help=f"Redis of the rating pool (env REDIS_URL or REDIS_URL_FILE; default "
+        f"{DEFAULT_REDIS_URL})",
     )
-    parser.add_argument("--namespace", default=None, help="(env ADR_NAMESPACE; default adr)")
+    parser.add_argument(
+        "--namespace", default=None, help="the rating pool (env ADR_NAMESPACE; default adr)"
+    )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     add_param_argument(parser)
-    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", help="what to read")
     actions.required = True
 
     def action(name: str, help_text: str) -> argparse.ArgumentParser:
@@ -59,11 +64,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         sp.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
         return sp
 
-    action("top", "the N best placed players").add_argument("n", type=_positive, metavar="N")
-    action("rank", "one player's rank, μ and tier").add_argument("player", metavar="PLAYER")
+    top = action("top", "the N best placed players")
+    top.add_argument("n", type=_positive, metavar="N", help="how many players")
+    rank = action("rank", "one player's rank, μ and tier")
+    rank.add_argument("player", metavar="PLAYER", help="the player's id")
     around = action("around", "the placed players within K ranks of PLAYER")
-    around.add_argument("player", metavar="PLAYER")
-    around.add_argument("k", type=_non_negative, metavar="K")
+    around.add_argument("player", metavar="PLAYER", help="the player's id")
+    around.add_argument("k", type=_non_negative, metavar="K", help="ranks above and below")
     action("tiers", "placed players per tier against the target shares")
 
 

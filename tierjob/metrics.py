@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+import time
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from engine import TIER_LABELS
+from runtime.http import serve_probes
 from tierjob.calibration import CalibrationResult
 
 _DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -15,6 +18,8 @@ class Metrics:
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.registry = registry or CollectorRegistry()
+        self.last_tick = time.monotonic()
+        self.last_ok = True
         r = self.registry
         self.duration = Histogram(
             "adr_calibration_duration_seconds",
@@ -108,5 +113,21 @@ class Metrics:
         self.errors.labels(where).inc()
         self.lease_held.set(0)
 
-    def serve(self, port: int, host: str) -> None:
-        start_http_server(port, addr=host, registry=self.registry)
+    def tick(self, ok: bool | None = None) -> None:
+        """The loop went round; `ok`: whether the run just finished reached Redis and Kafka."""
+        self.last_tick = time.monotonic()
+        if ok is not None:
+            self.last_ok = ok
+
+    def serve(self, port: int, host: str, stall_after_s: float) -> None:
+        """/metrics, /healthz (the loop went round within `stall_after_s`) and /readyz (the
+        last run reached Redis and the topic; a standby replica without the lease is ready)."""
+        self.last_tick = time.monotonic()
+
+        def healthy() -> bool:
+            return time.monotonic() - self.last_tick < stall_after_s
+
+        def ready() -> tuple[bool, str]:
+            return self.last_ok, f"last_run_ok={int(self.last_ok)}"
+
+        serve_probes(self.registry, host, port, healthy, ready)

@@ -13,9 +13,9 @@ import redis
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
-from adr_cli.logs import kafka_logger
 from engine import TIER_LABELS, Params, Snapshot
 from runtime import KafkaSettings
+from runtime.logs import kafka_logger
 from schemas import encode_tier_boundaries, tier_boundaries
 from tierjob import _scripts
 from tierjob._errors import PublishError, TierJobError

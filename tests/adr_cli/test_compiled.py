@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from adr_cli import compiled
+from runtime import compiled
 
 PROBE = (
-    "from adr_cli import compiled; print(compiled.activate_once());"
+    "from runtime import compiled; print(compiled.activate_once());"
     "import consumer._batch as b; print(b.__file__)"
 )
 

@@ -8,6 +8,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from adr_cli.topics import TopicState, add_arguments, problems, specs
 
 
@@ -92,6 +94,7 @@ def test_a_hand_made_topic_with_the_wrong_settings_is_reported(
     assert any("2 partitions, expected 1" in p for p in tier["problems"])
 
 
+@pytest.mark.integration  # waits for the client to give up on an absent broker
 def test_no_broker_is_exit_3() -> None:
     names = {role: role for role in ("kill", "rating", "tier", "dlq")}
     code, _, err = _adr_topics(

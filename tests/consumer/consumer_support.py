@@ -21,6 +21,7 @@ from consumer._redis_codec import FIELDS, decode_player
 from consumer.config import Config
 from consumer.pipeline import Pipeline
 from engine import Params, PlayerState, RatingBook, Snapshot, sigma_units
+from runtime.kafka_produce import produce_waiting
 from schemas import KillEvent, encode_kill_event, kill_event
 
 REL_TOL = 1e-9
@@ -66,12 +67,7 @@ def produce(bootstrap: str, topic: str, items: Iterable[tuple[bytes, bytes]]) ->
     )
     n = 0
     for key, value in items:
-        while True:
-            try:
-                producer.produce(topic, value=value, key=key)
-                break
-            except BufferError:
-                producer.poll(0.05)
+        produce_waiting(producer, topic, value, key)
         n += 1
         if n % 10_000 == 0:
             producer.poll(0)
@@ -187,7 +183,7 @@ def assert_redis_equals_replay(
     assert set(lb) == set(placed)
     assert all(close(lb[p], placed[p]) for p in placed)
     counts = {k.decode(): int(v) for k, v in client.hgetall(keys.tier_counts).items() if int(v)}
-    from consumer._redis_codec import tier_label
+    from engine import tier_label
 
     want_counts: dict[str, int] = {}
     for s in want.values():

@@ -24,10 +24,9 @@ from consumer._redis_codec import (
     msgpack_str,
     player_values,
     script_values,
-    tier_label,
 )
 from consumer.config import add_arguments, from_args
-from engine import TIER_LABELS, Params, PlayerState, new_player
+from engine import TIER_LABELS, Params, PlayerState, new_player, tier_label
 
 
 def _parse(argv: list[str], env: dict[str, str]) -> Config:

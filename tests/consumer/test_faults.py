@@ -17,7 +17,10 @@ from consumer_servers import DurableRedis, RestartableBroker
 
 from consumer._keys import Keys
 from engine import Params
+from runtime.kafka_produce import produce_waiting
 from schemas import decode_rating_change
+
+pytestmark = pytest.mark.integration  # starts servers of its own
 
 CLAIM_IDLE_MS = "1000"
 
@@ -116,12 +119,7 @@ def test_redis_and_broker_restarts_mid_run_lose_nothing(
 
         def publish() -> None:  # a steady game-server load through both restarts
             for i, (key, value) in enumerate(S.encoded(events)):
-                while True:
-                    try:
-                        producer.produce(topic, value=value, key=key)
-                        break
-                    except BufferError:
-                        producer.poll(0.05)
+                produce_waiting(producer, topic, value, key)
                 if i % 200 == 0:
                     producer.poll(0)
                     time.sleep(0.08)

@@ -6,7 +6,7 @@ import logging
 
 import pytest
 
-from adr_cli.logs import REPEAT_INTERVAL_S, RepeatThrottle, kafka_logger
+from runtime.logs import REPEAT_INTERVAL_S, RepeatThrottle, kafka_logger
 
 
 class _Clock:

@@ -108,7 +108,8 @@ def test_key_mismatch_resend_and_reused_ids(
     assert max(ids.values()) == 1  # unique
     assert set(ids) == S.change_ids(book.counted_ids)  # type: ignore[attr-defined]
     assert client.get(keys.event_id("k1")) is not None
-    assert 0 < client.pttl(keys.event_id("k1")) <= params.cooldown_ms + 3_600_000
+    # No TTL: indexed by its event time with the cooldown keys and swept with them.
+    assert client.zscore(keys.cooldown_due, keys.event_id("k1")) == k1.ts
     client.close()
 
 
@@ -234,7 +235,10 @@ def test_a_rated_rejection_whose_dead_letter_is_not_delivered_cuts_the_batch_the
         b.cut({0: Stop(new[0].offset, "topic_missing", "no topic")})
         return True
 
-    writer = Writer(None, None, keys, params, 3_600_000, None, None, dead_letter)  # type: ignore[arg-type]
+    from types import SimpleNamespace
+
+    store = SimpleNamespace(lateness_ms=3_600_000)  # all _rate reads of the store
+    writer = Writer(store, None, keys, params, 3_600_000, None, None, dead_letter)  # type: ignore[arg-type]
     plan = writer._rate(batch, view)
     assert sent == [[2, 4]]  # both rejections were tried; the first was not delivered
     assert plan.counted == 2 and not plan.rejected  # offsets 0 and 1 only

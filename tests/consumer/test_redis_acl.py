@@ -17,23 +17,10 @@ import redis
 from consumer._keys import Keys
 from consumer.config import Config
 from engine import Params
-from stack.secured import plain_redis
+from stack.secured import acl_setuser_commands, plain_redis
 
-RULES = Path(__file__).resolve().parents[2] / "deploy" / "redis" / "acl-users.acl"
 SECRET = {"consumer": "c-9d2f", "tierjob": "t-41aa", "reader": "r-77e0"}
 EVENTS = 3_000
-
-
-def _setuser_lines(namespace: str) -> list[list[str]]:
-    """The file's ACL SETUSER commands as argument lists, placeholders filled."""
-    commands = []
-    for line in RULES.read_text().splitlines():
-        if not line.startswith("ACL SETUSER"):
-            continue
-        for role, password in SECRET.items():
-            line = line.replace(f"<{role}-password>", password)
-        commands.append(line.replace("{ns}", "{" + namespace + "}").split())
-    return commands
 
 
 def _url(port: int, role: str) -> str:
@@ -48,7 +35,7 @@ def test_each_process_works_with_exactly_its_rules(
     admin = redis.Redis(port=server.port)
     try:
         ns = unique_name("ns")
-        commands = _setuser_lines(ns)
+        commands = acl_setuser_commands(ns, SECRET)
         assert [c[2] for c in commands] == ["adr-consumer", "adr-tierjob", "adr-reader"]
         for command in commands:
             admin.execute_command(*command)

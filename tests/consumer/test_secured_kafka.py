@@ -20,6 +20,8 @@ from engine import Params
 from runtime import KafkaSettings
 from stack.secured import SecuredBroker, make_certificates
 
+pytestmark = pytest.mark.integration  # starts servers of its own
+
 USER, PASSWORD = "adr-consumer", "scram-Secret-8842"
 EVENTS = 2_000
 

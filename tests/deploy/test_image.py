@@ -61,7 +61,7 @@ def test_the_image_runs_the_compiled_build() -> None:
     """The build stage compiles with mypyc and fails unless `status` says compiled; the final
     stage carries that environment and points ADR_COMPILED_DIR at the same build."""
     build, final = _stages()
-    assert "adr_cli.compiled build" in build and "adr_cli.compiled status" in build
+    assert "runtime.compiled build" in build and "runtime.compiled status" in build
     compiled_dir = _env(build, "ADR_COMPILED_DIR")
     assert compiled_dir is not None and _env(final, "ADR_COMPILED_DIR") == compiled_dir
     copied = re.search(r"^COPY --from=\S+ (\S+) (\S+)$", final, re.M)

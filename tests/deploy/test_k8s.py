@@ -21,6 +21,7 @@ CORE_KINDS = {
     ("apps/v1", "Deployment"),
     ("batch/v1", "CronJob"),
     ("policy/v1", "PodDisruptionBudget"),
+    ("v1", "Secret"),
 }
 _STR = {"type": "string", "minLength": 1}
 _LABELS = {"type": "object", "additionalProperties": {"type": "string"}, "minProperties": 1}
@@ -48,26 +49,65 @@ CRD_SCHEMAS: dict[tuple[str, str], dict[str, Any]] = {
                     "minReplicaCount": {"type": "integer", "minimum": 0},
                     "maxReplicaCount": {"type": "integer", "minimum": 1},
                     "advanced": {"type": "object"},
+                    "fallback": {
+                        "type": "object",
+                        "required": ["failureThreshold", "replicas"],
+                        "additionalProperties": False,
+                        "properties": {
+                            "failureThreshold": {"type": "integer", "minimum": 1},
+                            "replicas": {"type": "integer", "minimum": 1},
+                        },
+                    },
                     "triggers": {
                         "type": "array",
                         "minItems": 1,
                         "items": {
                             "type": "object",
                             "required": ["type", "metadata"],
+                            "additionalProperties": False,
                             "properties": {
                                 "type": {"const": "kafka"},
+                                "authenticationRef": {
+                                    "type": "object",
+                                    "required": ["name"],
+                                    "additionalProperties": False,
+                                    "properties": {"name": _STR, "kind": _STR},
+                                },
                                 "metadata": {
                                     "type": "object",
-                                    "required": [
-                                        "bootstrapServers",
-                                        "consumerGroup",
-                                        "topic",
-                                        "lagThreshold",
+                                    "required": ["consumerGroup", "topic", "lagThreshold"],
+                                    "oneOf": [
+                                        {"required": ["bootstrapServers"]},
+                                        {"required": ["bootstrapServersFromEnv"]},
                                     ],
                                     # KEDA reads trigger metadata as strings only.
                                     "additionalProperties": {"type": "string"},
                                 },
                             },
+                        },
+                    },
+                },
+            },
+        },
+    },
+    ("keda.sh/v1alpha1", "TriggerAuthentication"): {
+        "type": "object",
+        "required": ["metadata", "spec"],
+        "properties": {
+            "metadata": _META,
+            "spec": {
+                "type": "object",
+                "required": ["secretTargetRef"],
+                "additionalProperties": False,
+                "properties": {
+                    "secretTargetRef": {
+                        "type": "array",
+                        "minItems": 1,
+                        "items": {
+                            "type": "object",
+                            "required": ["parameter", "name", "key"],
+                            "additionalProperties": False,
+                            "properties": {"parameter": _STR, "name": _STR, "key": _STR},
                         },
                     },
                 },
@@ -266,14 +306,39 @@ def test_scaledobject_scales_the_consumer_on_its_own_group_and_topic() -> None:
     assert so["scaleTargetRef"]["name"] == dep["metadata"]["name"]
     assert so["scaleTargetRef"].get("kind", "Deployment") == "Deployment"
     assert 1 <= so["minReplicaCount"] <= so["maxReplicaCount"]
+    # cooldownPeriod only governs scaling to zero: with a floor of 1 it would promise nothing.
+    assert "cooldownPeriod" not in so or so["minReplicaCount"] == 0
+    assert so["minReplicaCount"] <= so["fallback"]["replicas"] <= so["maxReplicaCount"]
     (trigger,) = so["triggers"]
     meta = trigger["metadata"]
     args = container(dep)["args"]
     assert meta["topic"] == flag_value(args, "--topic")
     assert meta["consumerGroup"] == flag_value(args, "--group")
     config = one("ConfigMap", "adr-config")["data"]
-    assert meta["bootstrapServers"] == config["KAFKA_BOOTSTRAP_SERVERS"]
+    assert "bootstrapServers" not in meta, "one broker address: the pods' own"
+    assert config[meta["bootstrapServersFromEnv"]]
     assert int(meta["lagThreshold"]) > 0
+
+
+def test_scaler_and_pods_read_their_credentials_from_the_secrets() -> None:
+    so = one("ScaledObject", CONSUMER)["spec"]
+    auth = one("TriggerAuthentication", so["triggers"][0]["authenticationRef"]["name"])
+    keda_secret = one("Secret", "adr-keda-kafka")["stringData"]
+    for ref in auth["spec"]["secretTargetRef"]:
+        assert ref["name"] == "adr-keda-kafka" and ref["key"] in keda_secret
+    config = one("ConfigMap", "adr-config")["data"]
+    assert "REDIS_URL" not in config, "a Redis URL may carry a password: Secret only"
+    for name, key in ((CONSUMER, "consumer-url"), (TIERJOB, "tierjob-url")):
+        pod = one("Deployment", name)["spec"]["template"]["spec"]
+        c = container(one("Deployment", name))
+        env = {e["name"]: e["value"] for e in c["env"]}
+        mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+        secrets = {v["name"]: v["secret"]["secretName"] for v in pod["volumes"]}
+        assert env["REDIS_URL_FILE"] == f"{mounts['redis-secret']}/{key}"
+        assert key in one("Secret", secrets["redis-secret"])["stringData"]
+        kafka_file = config["ADR_KAFKA_CONFIG_FILE"]
+        assert kafka_file == f"{mounts['kafka-secret']}/client.properties"
+        assert "client.properties" in one("Secret", secrets["kafka-secret"])["stringData"]
 
 
 def test_podmonitor_selects_both_workloads_on_their_metrics_port() -> None:
@@ -287,10 +352,20 @@ def test_podmonitor_selects_both_workloads_on_their_metrics_port() -> None:
         assert endpoint["port"] in {p["name"] for p in container(dep)["ports"]}, name
 
 
-def test_pdb_covers_the_consumer_pods() -> None:
-    pdb = one("PodDisruptionBudget", CONSUMER)["spec"]
-    pod_labels = one("Deployment", CONSUMER)["spec"]["template"]["metadata"]["labels"]
+@pytest.mark.parametrize("name", [CONSUMER, TIERJOB])
+def test_pdb_covers_the_pods(name: str) -> None:
+    pdb = one("PodDisruptionBudget", name)["spec"]
+    dep = one("Deployment", name)
+    pod_labels = dep["spec"]["template"]["metadata"]["labels"]
     assert pdb["selector"]["matchLabels"].items() <= pod_labels.items()
+    if "minAvailable" in pdb:
+        assert pdb["minAvailable"] < dep["spec"]["replicas"], "a drain must be able to proceed"
+
+
+def test_tierjob_probes_hit_healthz_and_readyz_on_the_metrics_port() -> None:
+    c = container(one("Deployment", TIERJOB))
+    assert c["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+    assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
 
 
 @pytest.mark.parametrize("name", [CONSUMER, TIERJOB])

@@ -1,7 +1,7 @@
-"""The mypyc build (adr_cli/compiled.py) must give bit-identical state.
+"""The mypyc build (runtime/compiled.py) must give bit-identical state.
 
 Skipped when build/mypyc holds no build of the current sources for this interpreter
-(adr_cli.compiled.stale_reason); scripts/test builds it. The pure engine is the reference.
+(runtime.compiled.stale_reason); scripts/test builds it. The pure engine is the reference.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from adr_cli import compiled
+from runtime import compiled
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD = ROOT / "build" / "mypyc"

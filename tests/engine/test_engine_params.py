@@ -76,3 +76,16 @@ def test_sigma_unit_exponent_follows_sigma_min() -> None:
     assert Params().sigma_k == 49
     assert Params.from_overrides({"sigma_min": "16"}).sigma_k == 48
     assert Params.from_overrides({"sigma_min": "0.5"}).sigma_k == 53
+
+
+def test_tier_labels_are_the_papers_fifteen_and_round_trip() -> None:
+    from engine import tier_label, tier_of_label
+
+    # §6: five tiers, each High / Medium / Low, 1H the best.
+    assert [tier_label(k) for k in (1, 2, 3, 13, 15)] == ["1H", "1M", "1L", "5H", "5L"]
+    assert tier_label(0) == ""
+    assert all(tier_of_label(tier_label(k)) == k for k in range(16))
+    import pytest
+
+    with pytest.raises(KeyError):
+        tier_of_label("6H")

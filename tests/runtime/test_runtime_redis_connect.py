@@ -12,6 +12,8 @@ import redis
 from runtime import RedisUrlError, connect, pool_slot, redact_url
 from stack.secured import RedisCluster, SentinelSet, make_certificates, tls_redis
 
+pytestmark = pytest.mark.integration  # starts servers of its own
+
 PASSWORD = "consumer-pw-51c0"
 
 

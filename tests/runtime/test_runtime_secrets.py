@@ -88,3 +88,25 @@ def test_env_value_refuses_both_forms_and_unreadable_files(tmp_path: Path) -> No
         env_value({"REDIS_URL": "a", "REDIS_URL_FILE": "/x"}, "REDIS_URL")
     with pytest.raises(SecretFileError, match="cannot read REDIS_URL_FILE"):
         env_value({"REDIS_URL_FILE": str(tmp_path / "missing")}, "REDIS_URL")
+
+
+def test_the_json_log_formatter_masks_what_reaches_it() -> None:
+    import json
+    import logging
+
+    from runtime.logs import JsonFormatter
+
+    record = logging.makeLogRecord(
+        {
+            "name": "adr.test",
+            "levelno": logging.ERROR,
+            "levelname": "ERROR",
+            "msg": "cannot connect to %s",
+            "args": ("rediss://consumer:Zx9-secret@redis:6380/0",),
+            "error": "sasl.password=Zx9-secret rejected",
+        }
+    )
+    line = JsonFormatter().format(record)
+    assert "Zx9-secret" not in line
+    parsed = json.loads(line)
+    assert parsed["msg"] == "cannot connect to rediss://consumer:***@redis:6380/0"

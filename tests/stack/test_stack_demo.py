@@ -7,7 +7,11 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from stack._procs import pid_alive
+
+pytestmark = pytest.mark.integration  # starts servers of its own
 
 
 def test_demo_runs_end_to_end_and_leaves_nothing_running() -> None:
@@ -38,3 +42,24 @@ def test_demo_runs_end_to_end_and_leaves_nothing_running() -> None:
     assert len(pids) == 5  # Kafka, redis-server, simulate, consume, calibrate
     assert not any(pid_alive(p) for p in pids)
     assert "stopped the local Kafka broker and redis-server" in done.stderr
+
+
+def test_demo_secured_runs_over_sasl_ssl_and_tls_redis_with_acl_users() -> None:
+    argv = [
+        sys.executable, "-m", "adr_cli", "demo", "--secured", "--duration", "25",
+        "--players", "60", "--arenas", "4", "--rate", "200", "--calibrate-every", "5",
+        "--refresh", "2", "--top", "5",
+    ]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=240, check=False)
+    assert done.returncode == 0, done.stderr[-4000:]
+    assert "secured Kafka broker (SASL_SSL)" in done.stderr
+    assert re.search(r"Redis rediss://adr-consumer:\*\*\*@", done.stderr)
+    assert not re.search(r"://[\w-]+:(?!\*\*\*@)[^@\s]+@", done.stdout + done.stderr)
+    placed = [int(m) for m in re.findall(r"(\d+) placed players", done.stdout)]
+    assert placed and placed[-1] > 0
+    counts = re.findall(r"events: (\d+) consumed, (\d+) rated", done.stdout)
+    consumed, rated = map(int, counts[-1])
+    assert consumed >= rated > 0
+    pids = [int(p) for p in re.findall(r"pid (\d+)", done.stderr)]
+    assert len(pids) == 3  # simulate, consume, calibrate (the secured servers are ours)
+    assert not any(pid_alive(p) for p in pids)

@@ -22,12 +22,15 @@ from confluent_kafka.admin import AdminClient
 from stack._ports import port_open
 from stack._procs import pid_alive, pid_cmdline
 
+pytestmark = pytest.mark.integration  # starts servers of its own
+
 _INNER_CONFTEST = """
 from stack.testing import adr_servers, kafka_bootstrap, redis_url  # noqa: F401
 """
 _INNER_TEST = """
 import json, os, time
 from pathlib import Path
+
 
 def test_uses_both(adr_servers, kafka_bootstrap, redis_url):
     pids = adr_servers.local.pids()

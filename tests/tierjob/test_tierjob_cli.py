@@ -137,6 +137,11 @@ def test_two_replicas_publish_once_per_interval(
         time.sleep(4.5)
         held = [_metric(port, "adr_calibration_lease_held") for port in ports]
         elapsed = time.monotonic() - started
+        for port in ports:  # both loops go round, the standby included: both healthy, ready
+            for probe, text in (("healthz", "ok"), ("readyz", "ready last_run_ok=1")):
+                url = f"http://127.0.0.1:{port}/{probe}"
+                with urllib.request.urlopen(url, timeout=5) as reply:
+                    assert reply.status == 200 and reply.read().decode().strip() == text
     finally:
         for proc in procs:
             proc.send_signal(signal.SIGTERM)

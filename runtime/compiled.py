@@ -1,7 +1,7 @@
 """The compiled build: the engine and the consumer's hot path compiled with mypyc, same sources.
 
-    python -m adr_cli.compiled build       # (re)build into build/mypyc/ (scripts/_setup.sh does)
-    python -m adr_cli.compiled status      # prints "compiled" or "pure: <why>"; exit 0 / 1
+    python -m runtime.compiled build       # (re)build into build/mypyc/ (scripts/_setup.sh does)
+    python -m runtime.compiled status      # prints "compiled" or "pure: <why>"; exit 0 / 1
 
 The build copies the packages below into build/mypyc/ (ADR_COMPILED_DIR) and compiles the listed
 modules there. `adr` (adr_cli/main.py) puts that folder first on sys.path before anything imports
@@ -73,11 +73,11 @@ def stale_reason(out: Path | None = None) -> str | None:
     try:
         manifest = json.loads((out / _MANIFEST).read_text())
     except (OSError, ValueError):
-        return f"no compiled build in {out} (python -m adr_cli.compiled build)"
+        return f"no compiled build in {out} (python -m runtime.compiled build)"
     if manifest.get("cache_tag") != sys.implementation.cache_tag:
         return f"compiled for {manifest.get('cache_tag')}, this is {sys.implementation.cache_tag}"
     if manifest.get("sources") != _sources():
-        return "compiled from other sources (rebuild: python -m adr_cli.compiled build)"
+        return "compiled from other sources (rebuild: python -m runtime.compiled build)"
     return None
 
 
@@ -129,7 +129,7 @@ def activate_once() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m adr_cli.compiled", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m runtime.compiled", description=__doc__)
     parser.add_argument("action", choices=("build", "status"))
     parser.add_argument("--if-stale", action="store_true", help="build only when stale")
     args = parser.parse_args(argv)

@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Final
 
+from runtime import redact_text
+
 REPEAT_INTERVAL_S: Final = 10.0
 _STANDARD = set(logging.makeLogRecord({}).__dict__) | {"message", "asctime"}
 
@@ -29,11 +31,31 @@ class JsonFormatter(logging.Formatter):
                 out[key] = value
         if record.exc_info:
             out["exc"] = self.formatException(record.exc_info)
-        return json.dumps(out, default=str)
+        # The last line of defence: a URL or setting with a password that reached a log call
+        # (an exception's text, say) leaves the process masked.
+        return redact_text(json.dumps(out, default=str))
+
+
+LEVELS: Final = ("debug", "info", "warning", "error")
+LEVEL_ENV: Final = "ADR_LOG_LEVEL"
+
+
+def add_log_level_argument(parser: Any) -> None:
+    """`--log-level` (env ADR_LOG_LEVEL; default info), for every `adr` subcommand."""
+    import os
+
+    default = os.environ.get(LEVEL_ENV, "info").lower()
+    parser.add_argument(
+        "--log-level",
+        choices=LEVELS,
+        default=default if default in LEVELS else "info",
+        help=f"least severe log line written to stderr (env {LEVEL_ENV}; default info)",
+    )
 
 
 def setup(level: int = logging.INFO) -> None:
-    """Route the root logger to stderr as JSON lines (idempotent)."""
+    """Route the root logger to stderr as JSON lines (idempotent: the first call's level holds,
+    so `adr` sets the level from --log-level before a subcommand calls this again)."""
     root = logging.getLogger()
     for handler in root.handlers:
         if isinstance(handler.formatter, JsonFormatter):

@@ -1,0 +1,66 @@
+"""Every flag of every subcommand has a one-line description, and every subcommand documents its
+exit status, as `--help` shows them (the parsers `adr` really builds)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+
+import pytest
+
+from adr_cli.main import SUBCOMMANDS, build_parser
+
+_ONLY_ENV_AND_DEFAULT = re.compile(r"^\s*\([^)]*\)\s*$")
+
+
+def _subparser(name: str) -> argparse.ArgumentParser:
+    parser = build_parser([name])
+    (sub,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return sub.choices[name]
+
+
+def _parsers(parser: argparse.ArgumentParser):
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield from _parsers(child)
+
+
+@pytest.mark.parametrize("name", sorted(SUBCOMMANDS))
+def test_every_flag_says_what_it_is_for(name: str) -> None:
+    try:
+        parser = _subparser(name)
+    except ModuleNotFoundError as exc:  # an optional extra (evaluate) not installed here
+        pytest.skip(str(exc))
+    for sub in _parsers(parser):
+        for action in sub._actions:
+            if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+                continue
+            where = f"{sub.prog} {action.option_strings or action.dest}"
+            assert action.help, f"{where}: no help"
+            assert not _ONLY_ENV_AND_DEFAULT.match(action.help), f"{where}: no description"
+
+
+@pytest.mark.parametrize("name", sorted(SUBCOMMANDS))
+def test_every_subcommand_documents_its_exit_status(name: str) -> None:
+    try:
+        parser = _subparser(name)
+    except ModuleNotFoundError as exc:
+        pytest.skip(str(exc))
+    assert re.search(r"exit (status|codes)", parser.epilog or "", re.IGNORECASE), name
+
+
+def test_a_missing_extra_is_named_not_a_traceback() -> None:
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys; sys.modules['numpy'] = None; sys.modules['matplotlib'] = None\n"
+        "from adr_cli.main import main\n"
+        "sys.exit(main(['evaluate', '--out', '/tmp/x']))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "pip install 'adr-stream[eval]'" in done.stderr
+    assert "Traceback" not in done.stderr

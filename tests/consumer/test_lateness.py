@@ -1,0 +1,164 @@
+"""Lateness by event time, as the engine decides it, and a cooldown that no wall clock ends.
+
+A backlog hours old is rated (the decoder's wall-clock guard only refuses absurd times); an
+event more than the lateness older than its partition's watermark is late, as in the replay;
+a pair's cooldown key lives until no accepted event can fall in its cooldown, by event time,
+however long its write or the next event of the pair is delayed.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import consumer_support as S
+import redis
+from consumer_servers import DurableRedis
+
+from consumer._batch import Accepted, rate_batch
+from consumer._keys import Keys
+from consumer._store import Conflict, Store
+from consumer.config import Config
+from engine import DEFAULT_LATENESS_MS, Params
+from schemas import kill_event
+
+HOUR_MS = 3_600_000
+
+
+def _counter(consumer: S.ThreadedConsumer, name: str) -> float:
+    return consumer.pipeline.metrics.registry.get_sample_value(name) or 0.0
+
+
+def _config(bootstrap: str, redis_url: str, ns: str, topic: str, group: str, **kw) -> Config:
+    return Config(
+        bootstrap_servers=bootstrap, redis_url=redis_url, namespace=ns, topic=topic, group=group,
+        rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq", **kw,
+    )  # fmt: skip
+
+
+def test_a_backlog_hours_old_is_rated_and_only_events_late_by_event_time_are_not(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
+) -> None:
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    ns, keys, client = S.rating_pool(redis_url, unique_name)
+    params = Params()
+    now = time.time_ns() // 1_000_000
+    # The events of 3 h 50 min to 3 h ago, as after an outage of three hours ...
+    events = S.events(4000, players=400, arenas=40, seed=61, start_ms=now - 3 * HOUR_MS)
+    assert events[-1].ts < now - 3 * HOUR_MS + 60_000
+    # ... and among them a few sent much later than their time: more than the lateness behind
+    # the newest event before them, so late by event time (the replay rejects them too).
+    for k in (1000, 2000, 3000):
+        old = events[k - 1].ts - DEFAULT_LATENESS_MS - 60_000
+        events.insert(k, kill_event(id=f"late-{k}", arena="a", attacker="p1", victim="p2", ts=old))
+    S.produce(kafka_bootstrap, topic, S.encoded(events))
+    consumer = S.start_threaded(_config(kafka_bootstrap, redis_url, ns, topic, unique_name("g")),
+                                params)  # fmt: skip
+    try:
+        S.wait_applied(client, keys, topic, {0: len(events)}, 120, alive=consumer.thread.is_alive)
+        assert _counter(consumer, "adr_events_late_total") == 3
+        dead = consumer.pipeline.metrics.registry.get_sample_value(
+            "adr_events_dead_lettered_total", {"reason": "ts_out_of_range"}
+        )
+        assert not dead
+    finally:
+        consumer.stop()
+    book = S.replay(events, params, S.SNAPSHOT)
+    assert book.rejected_by_reason == {"late": 3}
+    assert not {f"late-{k}" for k in (1000, 2000, 3000)} & set(book.counted_ids)
+    assert len(book.counted_ids) > 3000
+    S.assert_redis_equals_replay(client, keys, book, params, exact=True)
+    client.close()
+
+
+def test_cooldowns_stay_exact_when_writes_are_delayed_hours_after_the_events(
+    kafka_bootstrap: str, kafka_admin, unique_name, tmp_path: Path
+) -> None:
+    """One event per batch, so every cooldown decision reads the pair's key back from Redis;
+    the events are two hours old and Redis goes away for a while with events read but not
+    written. A key that expired on Redis's clock (ts + a TTL) would count repeats the engine
+    drops."""
+    server = DurableRedis(tmp_path / "redis")
+    server.start()
+    consumer = None
+    try:
+        topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+        ns = unique_name("ns")
+        keys = Keys(ns)
+        client = redis.Redis.from_url(server.url)
+        S.publish_snapshot(client, keys, S.SNAPSHOT)
+        params = Params()
+        now = time.time_ns() // 1_000_000
+        events = S.events(600, players=12, arenas=3, seed=67, start_ms=now - 2 * HOUR_MS)
+        config = _config(kafka_bootstrap, server.url, ns, topic, unique_name("g"),
+                         batch_size=1, backoff_max_s=0.2)  # fmt: skip
+        consumer = S.start_threaded(config, params)
+        alive = consumer.thread.is_alive
+        S.produce(kafka_bootstrap, topic, S.encoded(events[:300]))
+        S.wait_applied(client, keys, topic, {0: 150}, 60, alive=alive)
+        client.close()
+        server.restart(down_s=3.0)  # writes of events already read wait for Redis meanwhile
+        client = redis.Redis.from_url(server.url)
+        S.produce(kafka_bootstrap, topic, S.encoded(events[300:]))
+        S.wait_applied(client, keys, topic, {0: len(events)}, 120, alive=alive)
+        duplicates = _counter(consumer, "adr_events_duplicate_total")
+        consumer.stop()
+        consumer = None
+
+        book = S.replay(events, params, S.SNAPSHOT)
+        assert book.duplicates > 20  # the stream repeats pairs inside the cooldown
+        assert duplicates == book.duplicates
+        S.assert_redis_equals_replay(client, keys, book, params, exact=True)
+        cooldown_keys = list(client.scan_iter(match=f"{{{ns}}}:cd:*", count=1000))
+        assert cooldown_keys
+        assert {client.pttl(k) for k in cooldown_keys} == {-1}  # no wall-clock expiry
+        client.close()
+    finally:
+        if consumer is not None:
+            consumer.stop()
+        server.stop()
+
+
+def _write(store: Store, keys: Keys, params: Params, batch: list[Accepted]) -> None:
+    ends = {x.partition: x.offset + 1 for x in batch}
+    players = list(dict.fromkeys(p for x in batch for p in (x.event.attacker, x.event.victim)))
+    pairs = list(dict.fromkeys(keys.cooldown(x.event.attacker, x.event.victim) for x in batch))
+    while True:
+        view = store.read_view(players, pairs, list(ends))
+        plan = rate_batch(batch, ends, view, keys, params, store.lateness_ms)
+        try:
+            store.write(plan, params.cooldown_ms, 7 * 24 * HOUR_MS)
+            return
+        except Conflict:
+            continue
+
+
+def test_a_cooldown_key_lives_until_every_partition_watermark_is_past_it(
+    redis_url: str, unique_name
+) -> None:
+    client = redis.Redis.from_url(redis_url)
+    keys = Keys(unique_name("ns"))
+    params = Params()
+    store = Store(client, keys, "kill-events", params)
+    keep = DEFAULT_LATENESS_MS + params.cooldown_ms
+    t0 = time.time_ns() // 1_000_000 - 5 * HOUR_MS
+    pair = keys.cooldown("a", "b")
+
+    def event(i: int, a: str, b: str, ts: int, partition: int) -> Accepted:
+        return Accepted(
+            partition, i, kill_event(id=f"e{i}", arena="x", attacker=a, victim=b, ts=ts)
+        )
+
+    _write(store, keys, params, [event(0, "a", "b", t0, partition=0)])
+    _write(store, keys, params, [event(0, "c", "d", t0, partition=1)])
+    assert client.get(pair) == str(t0).encode() and client.pttl(pair) == -1
+    # Partition 0 moves far past the pair; partition 1 still could send a→b within its cooldown.
+    _write(store, keys, params, [event(1, "e", "f", t0 + 2 * keep, partition=0)])
+    assert client.get(pair) == str(t0).encode()
+    _write(store, keys, params, [event(1, "g", "h", t0 + keep - 1, partition=1)])
+    assert client.get(pair) == str(t0).encode()  # an a→b at t0 + 59 s would still be accepted
+    # Once every partition's watermark minus the lateness is a cooldown past t0, it goes.
+    _write(store, keys, params, [event(2, "g", "h", t0 + keep, partition=1)])
+    assert client.get(pair) is None
+    assert client.zscore(keys.cooldown_due, pair) is None
+    client.close()
