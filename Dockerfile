@@ -23,6 +23,8 @@ COPY consumer ./consumer
 COPY engine ./engine
 COPY evaluation ./evaluation
 COPY runtime ./runtime
+COPY loadgen ./loadgen
+COPY leaderboard ./leaderboard
 COPY schemas ./schemas
 COPY stack ./stack
 COPY tierjob ./tierjob

@@ -18,10 +18,11 @@ from runtime import compiled, logs
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("adr_cli.replay", "rate a file of kill events offline with the engine"),
     "consume": ("consumer.cli", "run the Kafka consumer: kill events -> ratings in Redis"),
-    "simulate": ("consumer.simulate", "play game servers: publish simulated kill events"),
+    "simulate": ("loadgen.cli", "play game servers: publish simulated kill events"),
     "calibrate": ("tierjob.cli", "take the population snapshot and publish tier boundaries"),
-    "leaderboard": ("tierjob.leaderboard", "read the live leaderboard from Redis"),
+    "leaderboard": ("leaderboard.cli", "read the live leaderboard from Redis"),
     "evaluate": ("evaluation.cli", "run the paper's Section 10 protocol against baselines"),
+    "check": ("adr_cli.check", "judge kill-event messages (file, hex lines, topic sample, DLQ)"),
     "topics": ("adr_cli.topics", "create or check the four Kafka topics and their settings"),
     "stack": ("stack.cli", "start/stop a local Kafka broker and Redis server (no Docker)"),
     "demo": ("stack.demo", "run the whole pipeline end to end with a live leaderboard"),

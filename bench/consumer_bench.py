@@ -43,8 +43,8 @@ from consumer._keys import Keys
 from consumer._redis_codec import FIELDS, decode_player, encode_player
 from consumer.config import Config
 from consumer.pipeline import Pipeline
-from consumer.simulate import SimConfig, generate
 from engine import Params, initial_snapshot, is_duplicate, new_player, rate_kill, sigma_units
+from loadgen.cli import SimConfig, generate
 from runtime import KafkaSettings, add_kafka_arguments, kafka_settings_from_args
 from runtime.kafka_produce import produce_waiting
 from schemas import decode_kill_event

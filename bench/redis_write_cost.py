@@ -50,8 +50,8 @@ from consumer._keys import Keys
 from consumer._redis_codec import FIELDS
 from consumer._store import Store
 from consumer._writer import Batch
-from consumer.simulate import SimConfig, generate
 from engine import Params
+from loadgen.cli import SimConfig, generate
 from schemas import Limits, decode_kill_event
 
 HOUR_MS = 3_600_000
@@ -123,7 +123,7 @@ def _variants() -> dict[str, str]:
             "P = cmsgpack.unpack(ARGV[first]) end\ndo return {0} end\n",
         ),
         "script_without_ver_checks": (
-            "if (redis.call('HGET', prefix .. P[i], 'ver') or '0') ~= P[i + 1] then",
+            "if (ver or '0') ~= P[i + 1] then",
             "if false then",
         ),
         # keeps `ver` (the later batches' checks need it): leaves out the 12 state values

@@ -19,8 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from consumer._cache import StateCache
-from consumer.simulate import SimConfig, generate
 from engine import Params, RatingBook
+from loadgen.cli import SimConfig, generate
 
 
 def main() -> int:

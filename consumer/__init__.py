@@ -1,6 +1,7 @@
 """The I/O shell around the engine: `adr consume` (Kafka → engine → Redis → outbox → Kafka).
 
-`adr simulate` (the load generator) lives in consumer.simulate.
+The load generator (`adr simulate`) is the `loadgen` package; the leaderboard reader is
+`leaderboard`.
 
 Exceptions: `ConsumerError` (root; bad configuration, and the internal signals of the write-ahead
 such as `RedisBehind`).

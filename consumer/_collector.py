@@ -16,18 +16,12 @@ class Collector:
     """Collects the young generation per batch and every generation once a minute.
 
     The young generation holds the tuples of every state cached since its last collection;
-    allocations and frees balance once the cache is full, so left to itself the collector ran
-    ever more rarely and longer (80 ms and more). Per batch it stays a few ms: about 5 µs per
-    event, spent visiting the floats of each new state's window once. Fewer, larger collections
-    were measured too: the same cost per event, in longer pauses. Freezing each batch's
-    survivors and collecting everything once a minute (most tuples die unvisited) cut the work
-    to 0.4 µs per event, but that one collection paused the consumer for 362 ms (1,000,000
-    events on 100,000 players), so the young generation is still collected per batch. Windows and
-    recent times packed into bytes (no tuples to visit) cut the collection to about 3 µs per
-    event, but unpacking them for w̄ and for the hash values cost as much again (`rate_kill`
-    +0.7 µs, the hash values +0.7 µs per player; two A/B pairs at 300,000 events within noise),
-    so PlayerState keeps its tuples. The older generations hold only cycles (e.g. of
-    exceptions)."""
+    allocations and frees balance once the cache is full, so left to itself the collector runs
+    ever more rarely and longer. Collected at each batch boundary, each pause stays short (it
+    visits the floats of each new state's window once). The alternatives measured (fewer, larger
+    collections; freezing survivors with a full collection once a minute; windows packed into
+    bytes) either paused the consumer far longer or cost as much elsewhere: docs/benchmarks.md.
+    The older generations hold only cycles (e.g. of exceptions)."""
 
     def __init__(self) -> None:
         self._next_full = time.monotonic() + _FULL_EVERY_S

@@ -6,7 +6,8 @@ start (retention or delete-records removed events never applied) or past the end
 deleted and recreated, an unclean leader election truncated the log, an offset reset) the events
 in between are not in the log as they were: reading on would skip them, or rate other events on
 top of a state they never built, without a word. The partition is held instead, with an error
-log line and `adr_partition_held{partition}` = 1 (alert AdrPartitionHeld) until the stored offset
+log line, `adr_partition_held{partition}` = 1 (alert AdrPartitionHeld) and `/readyz` 503
+(`offsets=0 held=<partitions>`) until the stored offset
 lies inside the log again: what to do is in docs/operations.md, "AdrPartitionHeld".
 """
 
@@ -37,16 +38,30 @@ class LogRange:
         """partition -> why it is held."""
 
     def outside(self, consumer: Consumer, partition: int, stored: int | None) -> str | None:
-        """Why `stored` cannot be read from (None: it can). Nothing stored yet is fine: the
-        partition is read from its log start, as on a first run."""
-        if stored is None:
-            return None
+        """Why `stored` cannot be read from (None: it can).
+
+        Nothing stored is a first run, read from the log start, unless the log no longer starts
+        at 0 and the group has committed an offset for the partition: then Redis lost its state
+        (the group's offsets follow Redis's) and the events before the log start are gone.
+        """
+        tp = TopicPartition(self._topic, partition)
         try:
             low, high = consumer.get_watermark_offsets(
-                TopicPartition(self._topic, partition), timeout=_WATERMARK_TIMEOUT_S, cached=False
+                tp, timeout=_WATERMARK_TIMEOUT_S, cached=False
             )
+            if stored is None:
+                if low <= 0:
+                    return None
+                (committed,) = consumer.committed([tp], timeout=_WATERMARK_TIMEOUT_S)
+                if committed.offset < 0:
+                    return None
         except KafkaException as exc:
             return f"the log's range is unknown ({exc})"
+        if stored is None:
+            return (
+                f"no offset stored in Redis, but the group committed {committed.offset} and the "
+                f"log starts at {low}: Redis lost its state, and offsets 0..{low - 1} are gone"
+            )
         if stored < low:
             return (
                 f"stored next offset {stored} is before the log start {low}: "
@@ -69,11 +84,13 @@ class LogRange:
             )
         self.held[partition] = why
         self._metrics.partition_held.labels(str(partition)).set(1)
+        self._publish()
 
     def forget(self, partition: int) -> None:
         """The partition left this instance (revoked) or is read again."""
         if self.held.pop(partition, None) is not None:
             self._metrics.partition_held.labels(str(partition)).set(0)
+            self._publish()
 
     def due(self) -> bool:
         """Whether the held partitions should be checked again now."""
@@ -82,3 +99,12 @@ class LogRange:
             return False
         self._next_check = now + self._recheck_s
         return True
+
+    def _publish(self) -> None:
+        """/readyz: `offsets=0 held=<partition>,...` while any partition is held."""
+        m = self._metrics
+        m.ready_flags["offsets"] = not self.held
+        if self.held:
+            m.ready_detail["held"] = ",".join(str(p) for p in sorted(self.held))
+        else:
+            m.ready_detail.pop("held", None)

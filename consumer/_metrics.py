@@ -121,6 +121,7 @@ class Metrics:
             "redis": False,
             "broker": False,
             "dead_letters": True,
+            "offsets": True,
         }
         self.ready_detail: dict[str, str] = {}
         """Why not ready, beyond the flags (e.g. `stopped` partitions), shown by /readyz."""

@@ -10,15 +10,13 @@ import msgspec
 
 from engine._cooldown import is_duplicate
 from engine._errors import EngineError
-from engine._kill import decayed, kill_probability, predict, updated_skill
+from engine._kill import decayed, kill_probability, next_scalars, predict, raw_changes
 from engine._learning_rate import eta
 from engine._pairs import PairTable
 from engine._sigma import sigma_mean, sigma_units
 from engine._snapshot import take_snapshot
 from engine._state import PlayerState, Snapshot, initial_snapshot, new_player
 from engine._store import PlayerRecord, PlayerStore
-from engine._tiers import tier_step
-from engine._update import phi_next
 from engine.params import MS_PER_SECOND, Params
 
 DEFAULT_CALIBRATE_EVERY_MS: Final = 300 * MS_PER_SECOND
@@ -193,10 +191,8 @@ class RatingBook:
             mu_a, sigma_a, units_a, mu_b, sigma_b, units_b, self._units, len(records), params
         )
         eta_a = eta(sigma_a, ra.streak, store.window_mean(ia, ra), ra.phi, params)
-        w_bar_b = store.window_mean(ib, rb)
-        eta_b_loss = params.c_loss * eta(sigma_b, rb.streak, w_bar_b, rb.phi, params)
-        raw_a = eta_a * (1.0 - p)
-        raw_b = -(eta_b_loss * p)
+        eta_b = eta(sigma_b, rb.streak, store.window_mean(ib, rb), rb.phi, params)
+        raw_a, raw_b = raw_changes(p, eta_a, eta_b, params)
         self._update_player(ia, ra, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, ts)
         self._update_player(ib, rb, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, ts)
         self._units += ra.sigma_u - units_a + rb.sigma_u - units_b
@@ -215,23 +211,20 @@ class RatingBook:
     ) -> None:
         """Player i after the event, from its post-decay μ, σ and raw change (steps 9–13)."""
         params = self.params
-        mu_next, sigma_new, pool = updated_skill(mu, sigma, r.pool, returning, raw, params)
-        n = r.n + 1
-        tier, h_up, h_down = tier_step(
-            r.tier, r.h_up, r.h_down, mu_next, sigma_new, n, self._snapshot.boundaries, params
-        )
-        r.mu = mu_next
-        r.sigma = sigma_new
-        r.sigma_u = sigma_units(sigma_new, params)
-        r.streak = r.streak + 1 if won else 0
-        r.phi = phi_next(r.phi, error, params)
-        r.pool = pool
-        r.n = n
+        s = next_scalars(mu, sigma, r.pool, r.n, r.tier, r.h_up, r.h_down, r.streak, r.phi,
+                         returning, raw, error, won, self._snapshot.boundaries, params)  # fmt: skip
+        r.mu = s.mu
+        r.sigma = s.sigma
+        r.sigma_u = sigma_units(s.sigma, params)
+        r.streak = s.streak
+        r.phi = s.phi
+        r.pool = s.pool
+        r.n = s.n
         r.last_ts = ts
-        r.tier = tier
-        r.h_up = h_up
-        r.h_down = h_down
-        self._store.push_window(i, r, mu_next - mu)
+        r.tier = s.tier
+        r.h_up = s.h_up
+        r.h_down = s.h_down
+        self._store.push_window(i, r, s.mu - mu)
         self._store.push_recent(i, r, ts)
         if not r.in_heap:
             activity = self._store.activity_time(i, r)

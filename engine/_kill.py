@@ -1,13 +1,15 @@
 """One counted kill event, steps 5–13 of adr-reading.md: decay, predict, update, tiers.
 
-The scalar steps (`decayed`, `kill_probability`, `updated_skill`) are shared by `rate_kill` (on
-PlayerState, used by the consumer) and RatingBook's columnar hot path, so both compute every
-formula through the same functions in the same order.
+Every step is written once, here: `decayed` (steps 5–6), `kill_probability`, `raw_changes`
+(7–8) and `next_scalars` (9–13, with `updated_skill`) are shared by `rate_kill` (on PlayerState,
+used by the consumer) and RatingBook's columnar hot path, which differ only in how they store a
+player (immutable states vs mutable records with ring buffers).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import msgspec
 
@@ -113,6 +115,63 @@ def predict(
     )
 
 
+def raw_changes(p: float, eta_a: float, eta_b: float, params: Params) -> tuple[float, float]:
+    """The raw μ changes before the cap (§4.1, steps 7–8): winner η_a(1−P), loser −c_loss·η_b·P."""
+    return eta_a * (1.0 - p), -(params.c_loss * eta_b * p)
+
+
+class NextScalars(NamedTuple):
+    """A player's scalar state after an event (steps 9–13): what both state forms store."""
+
+    mu: float
+    sigma: float
+    pool: float
+    n: int
+    tier: int
+    h_up: float
+    h_down: float
+    streak: int
+    phi: float
+
+
+def next_scalars(
+    mu: float,
+    sigma: float,
+    pool: float,
+    n: int,
+    tier: int,
+    h_up: float,
+    h_down: float,
+    streak: int,
+    phi: float,
+    returning: bool,
+    raw: float,
+    error: float,
+    won: bool,
+    boundaries: Sequence[float] | None,
+    params: Params,
+) -> NextScalars:
+    """Steps 9–13 from the post-decay μ, σ and the raw change: capped μ, σ, pool, n, tier and
+    hysteresis (§6), streak and φ; the window and recent times are the caller's (their storage
+    differs), fed with μ_next − μ and ts."""
+    mu_next, sigma_new, pool_next = updated_skill(mu, sigma, pool, returning, raw, params)
+    n_next = n + 1
+    tier_next, h_up_next, h_down_next = tier_step(
+        tier, h_up, h_down, mu_next, sigma_new, n_next, boundaries, params
+    )
+    return NextScalars(
+        mu=mu_next,
+        sigma=sigma_new,
+        pool=pool_next,
+        n=n_next,
+        tier=tier_next,
+        h_up=h_up_next,
+        h_down=h_down_next,
+        streak=streak + 1 if won else 0,
+        phi=phi_next(phi, error, params),
+    )
+
+
 def _updated(
     state: PlayerState,
     mu: float,
@@ -126,23 +185,21 @@ def _updated(
     params: Params,
 ) -> PlayerState:
     """A player's state after the event, from its post-decay μ, σ and raw change (steps 9–13)."""
-    mu_next, sigma_new, pool = updated_skill(mu, sigma, state.pool, returning, raw, params)
-    n = state.n + 1
-    tier, h_up, h_down = tier_step(
-        state.tier, state.h_up, state.h_down, mu_next, sigma_new, n, boundaries, params
-    )
+    st = state
+    s = next_scalars(mu, sigma, st.pool, st.n, st.tier, st.h_up, st.h_down, st.streak, st.phi,
+                     returning, raw, error, won, boundaries, params)  # fmt: skip
     return PlayerState(
-        mu=mu_next,
-        sigma=sigma_new,
-        streak=state.streak + 1 if won else 0,
-        phi=phi_next(state.phi, error, params),
-        pool=pool,
-        n=n,
+        mu=s.mu,
+        sigma=s.sigma,
+        streak=s.streak,
+        phi=s.phi,
+        pool=s.pool,
+        n=s.n,
         last_ts=ts,
-        tier=tier,
-        h_up=h_up,
-        h_down=h_down,
-        window=window_next(state.window, mu_next - mu, params),
+        tier=s.tier,
+        h_up=s.h_up,
+        h_down=s.h_down,
+        window=window_next(state.window, s.mu - mu, params),
         recent=recent_next(state.recent, ts, params),
     )
 
@@ -163,9 +220,8 @@ def rate_kill(
     units_a, units_b = sigma_units(a.sigma, params), sigma_units(b.sigma, params)
     p = kill_probability(mu_a, sigma_a, units_a, mu_b, sigma_b, units_b, total_units, count, params)
     eta_a = eta(sigma_a, a.streak, window_mean(a.window), a.phi, params)
-    eta_b_loss = params.c_loss * eta(sigma_b, b.streak, window_mean(b.window), b.phi, params)
-    raw_a = eta_a * (1.0 - p)
-    raw_b = -(eta_b_loss * p)
+    eta_b = eta(sigma_b, b.streak, window_mean(b.window), b.phi, params)
+    raw_a, raw_b = raw_changes(p, eta_a, eta_b, params)
     bounds = snapshot.boundaries
     new_a = _updated(a, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, ts, bounds, params)
     new_b = _updated(b, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, ts, bounds, params)

@@ -6,6 +6,8 @@
 #   - the mypyc build of the engine and the consumer's hot path into build/mypyc/ (gcc, headers)
 #   - for the tests only (adr_test_tools): Prometheus' promtool, taken out of Debian's
 #     `prometheus` package into .cache/promtool/ (downloaded, not installed: no service starts)
+#   - for the tests only (adr_cpp_example_libs): the headers examples/cpp builds with
+#     (librdkafka-dev, libmsgpack-cxx-dev, nlohmann-json3-dev), when apt-get may install them
 # KAFKA_BOOTSTRAP_SERVERS / REDIS_URL set: the matching local server is not needed, not installed.
 
 ADR_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -142,5 +144,24 @@ adr_test_tools() {  # promtool for tests/deploy; best effort: without it that on
     rm -rf "$tmp"
   fi
   [ -x "$dir/promtool" ] && export PATH="$dir:$PATH"
+  adr_cpp_example_libs
+  return 0
+}
+
+adr_cpp_example_libs() {  # headers for examples/cpp; best effort: without them its tests skip
+  local sudo="" pkgs="librdkafka-dev libmsgpack-cxx-dev nlohmann-json3-dev"
+  command -v c++ >/dev/null 2>&1 && command -v cmake >/dev/null 2>&1 || return 0
+  command -v apt-get >/dev/null 2>&1 && command -v dpkg >/dev/null 2>&1 || return 0
+  # shellcheck disable=SC2086
+  dpkg -s $pkgs >/dev/null 2>&1 && return 0
+  [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
+  _log "installing $pkgs (Debian packages) for the C++ example's tests"
+  # shellcheck disable=SC2086
+  if ! { $sudo env DEBIAN_FRONTEND=noninteractive apt-get -qq install -y --no-install-recommends \
+    $pkgs >/dev/null 2>&1 || { $sudo env DEBIAN_FRONTEND=noninteractive apt-get -qq update \
+    >/dev/null 2>&1 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get -qq install -y \
+    --no-install-recommends $pkgs >/dev/null 2>&1; }; }; then
+    _log "warning: could not install $pkgs; the C++ example's tests will be skipped"
+  fi
   return 0
 }

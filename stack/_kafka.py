@@ -102,10 +102,14 @@ class KafkaBroker:
         lib = kafka_lib_dir()
         classpath = kafka_classpath(lib)
         cds = _cds_flags(lib)
-        pick_ports = self.port == 0 or self.controller_port == 0
+        # Only the ports not given are picked (a given --kafka-port stays, whatever the other).
+        pick_port, pick_controller = self.port == 0, self.controller_port == 0
+        pick_ports = pick_port or pick_controller
         for attempt in range(1, START_ATTEMPTS + 1):
-            if pick_ports:
-                self.port, self.controller_port = free_port(), free_port()
+            if pick_port:
+                self.port = free_port()
+            if pick_controller:
+                self.controller_port = free_port()
                 while self.controller_port == self.port:
                     self.controller_port = free_port()
             props, data = self._write_config(attempt)

@@ -291,7 +291,7 @@ def _consumer_counts(port: int) -> str:
 
 def _leaderboard(args: argparse.Namespace, redis_url: str) -> str:
     """What ``adr leaderboard top N`` prints, run in-process (its module's own entry point)."""
-    from tierjob import leaderboard
+    from leaderboard import cli as leaderboard
 
     parser = argparse.ArgumentParser(prog="adr leaderboard")
     leaderboard.add_arguments(parser)

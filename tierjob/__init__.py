@@ -1,8 +1,8 @@
-"""The tier job: `adr calibrate` (population snapshot → Redis and `tier-boundaries`) and
-`adr leaderboard` (read the live leaderboard). See docs/design.md, "Redis layout".
+"""The tier job: `adr calibrate` (population snapshot → Redis and `tier-boundaries`).
+See docs/design.md, "Redis layout"; `adr leaderboard` is the `leaderboard` package.
 
 Exceptions: `TierJobError` (root) ← `StateError` (Redis holds what cannot be read),
-`PublishError` (the topic missed a message), `LeaseLost`, `SnapshotMovedOn`, `PlayerNotFound`.
+`PublishError` (the topic missed a message), `LeaseLost`, `SnapshotMovedOn`.
 """
 
 from tierjob._errors import PublishError, StateError, TierJobError

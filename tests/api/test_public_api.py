@@ -22,6 +22,7 @@ ROOTS = {
     "consumer": "ConsumerError",
     "engine": "EngineError",
     "evaluation": "EvaluationError",
+    "leaderboard": "LeaderboardError",
     "runtime": "RuntimeConfigError",
     "schemas": "SchemaError",
     "stack": "StackError",
@@ -70,7 +71,10 @@ def test_exceptions_descend_from_the_documented_root(surfaces, package: str) -> 
         assert root in mro, f"{package}.{name} is not a {root}"
 
 
-SERVICES = ("consumer", "engine", "evaluation", "runtime", "schemas", "stack", "tierjob")
+SERVICES = (
+    "consumer", "engine", "evaluation", "leaderboard", "loadgen", "runtime", "schemas", "stack",
+    "tierjob",
+)  # fmt: skip
 
 
 @pytest.mark.parametrize("package", SERVICES)

@@ -60,11 +60,14 @@ def test_stored_offset_before_the_log_start_holds_the_partition_until_set_inside
         assert _held(registry, 0) == 1
         assert S.applied_offsets(client, keys, topic) == {0: 100}
         assert "before the log start 150" in consumer.pipeline.log_range.held[0]
+        metrics = consumer.pipeline.metrics
+        assert not metrics.ready() and metrics.ready_detail["held"] == "0"
 
         # The documented recovery when the gap is accepted: store the log start as next offset.
         client.hset(keys.offsets(topic), "0", "150")
         S.wait_applied(client, keys, topic, {0: 200}, 60, alive=consumer.thread.is_alive)
         assert _held(registry, 0) == 0
+        assert metrics.ready_flags["offsets"] and "held" not in metrics.ready_detail
     finally:
         consumer.stop()
     book = S.replay(events[:100] + events[150:], params, S.SNAPSHOT)
@@ -137,4 +140,40 @@ def test_a_position_that_falls_outside_the_log_while_reading_holds_the_partition
         assert _held(registry, 0) == 1
     finally:
         consumer.stop()
+    client.close()
+
+
+def test_no_stored_offset_with_a_committed_group_and_a_truncated_log_holds_the_partition(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
+) -> None:
+    """Redis lost everything (restarted empty) while no consumer ran, and retention has moved
+    the log start: reading from the log start would rebuild without offsets 0..49, silently.
+    The group's committed offset (which follows Redis's) tells this from a first run."""
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    ns, keys, client = S.rating_pool(redis_url, unique_name)
+    params = Params()
+    events = S.events(150, players=50, arenas=5, seed=6)
+    group = unique_name("g")
+    config = _config(kafka_bootstrap, redis_url, ns, topic, group)
+    S.produce(kafka_bootstrap, topic, S.encoded(events[:100]))
+    _run_until_applied(config, params, client, keys, topic, 100)  # commits 100 for the group
+    S.produce(kafka_bootstrap, topic, S.encoded(events[100:]))
+    for future in kafka_admin.client.delete_records([TopicPartition(topic, 0, 50)]).values():
+        future.result(timeout=30)
+    # Redis comes back empty (what the consumer reads at assignment: no stored offset)
+    client.delete(keys.offsets(topic), keys.watermarks(topic))
+
+    consumer = S.start_threaded(config, params)
+    try:
+        registry = consumer.pipeline.metrics.registry
+        S.wait_until(lambda: _held(registry, 0) == 1, 30, "partition 0 held")
+        time.sleep(1.0)
+        assert "log starts at 50" in consumer.pipeline.log_range.held[0]
+        assert S.applied_offsets(client, keys, topic) == {}
+    finally:
+        consumer.stop()
+
+    # A first run (a group that never committed) on the same truncated log reads from its start.
+    fresh = _config(kafka_bootstrap, redis_url, ns, topic, unique_name("g"))
+    _run_until_applied(fresh, params, client, keys, topic, 150)
     client.close()

@@ -119,11 +119,15 @@ def test_stack_cli_up_status_down(tmp_path: Path) -> None:
         return subprocess.run([sys.executable, "-m", "adr_cli", "stack", *args], env=env,
                               capture_output=True, text=True, timeout=240, check=False)  # fmt: skip
 
-    up = adr("up")
+    from stack import free_port
+
+    kafka_port = free_port()
+    up = adr("up", "--kafka-port", str(kafka_port))  # the controller's port left to pick
     assert up.returncode == 0, up.stderr
     try:
         lines = dict(line.split("=", 1) for line in up.stdout.splitlines())
         assert set(lines) == {"KAFKA_BOOTSTRAP_SERVERS", "REDIS_URL"}
+        assert lines["KAFKA_BOOTSTRAP_SERVERS"] == f"127.0.0.1:{kafka_port}"
         admin = AdminClient({"bootstrap.servers": lines["KAFKA_BOOTSTRAP_SERVERS"]})
         assert len(admin.list_topics(timeout=10).brokers) == 1
         assert redis.Redis.from_url(lines["REDIS_URL"]).ping()
@@ -131,7 +135,7 @@ def test_stack_cli_up_status_down(tmp_path: Path) -> None:
         status = adr("status")
         assert status.returncode == 0, status.stderr
         assert status.stdout == up.stdout
-        again = adr("up")  # idempotent: reports the running stack
+        again = adr("up", "--kafka-port", str(kafka_port))  # idempotent: reports the running stack
         assert again.returncode == 0 and again.stdout == up.stdout
 
         state = json.loads((tmp_path / "state.json").read_text())

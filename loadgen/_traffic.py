@@ -2,7 +2,7 @@
 
 `generate(SimConfig)` yields the same messages for the same seed (and `start_ts`), each labelled
 with its kind (a counted kill, a repeat inside the cooldown, or one malformed kind), so tests,
-benchmarks and `adr replay` files reuse it; consumer/simulate.py paces and publishes them.
+benchmarks and `adr replay` files reuse it; loadgen/cli.py paces and publishes them.
 """
 
 from __future__ import annotations

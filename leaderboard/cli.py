@@ -15,10 +15,11 @@ from collections.abc import Sequence
 
 import redis
 
+from leaderboard._errors import PlayerNotFound
+from leaderboard.board import Board, Entry, TierTable
 from runtime import RuntimeConfigError, connect, env_value, redact_text
 from runtime.params import add_param_argument
 from tierjob._errors import TierJobError
-from tierjob.board import Board, Entry, PlayerNotFound, TierTable
 from tierjob.config import DEFAULT_REDIS_URL, params_from_args
 
 EXIT_OK = 0

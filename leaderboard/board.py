@@ -12,7 +12,7 @@ from fractions import Fraction
 import redis
 
 from engine import TIER_LABELS
-from tierjob._errors import TierJobError
+from leaderboard._errors import PlayerNotFound
 from tierjob._keys import Keys
 
 _AROUND = """
@@ -24,10 +24,6 @@ local lo = r - k
 if lo < 0 then lo = 0 end
 return {r, redis.call('ZREVRANGE', KEYS[1], lo, r + k, 'WITHSCORES')}
 """
-
-
-class PlayerNotFound(TierJobError):
-    """No such player (no hash), or, where a rank is needed, a player not placed yet."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

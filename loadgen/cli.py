@@ -1,6 +1,6 @@
 """`adr simulate`: play game servers, publishing seeded kill events v1 to Kafka (key = arena).
 
-The messages come from consumer/_traffic.py (`generate(SimConfig)`, pure and seeded); `run`
+The messages come from loadgen/_traffic.py (`generate(SimConfig)`, pure and seeded); `run`
 paces them with a token bucket and produces them with an idempotent, compressing producer.
 """
 
@@ -16,7 +16,7 @@ import sys
 import time
 from typing import IO, Any
 
-from consumer._traffic import (
+from loadgen._traffic import (
     KINDS,
     MALFORMED_KINDS,
     REPLAY_FIELDS,

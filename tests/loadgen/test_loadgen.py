@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from adr_cli.main import main as adr_main
-from consumer.simulate import KINDS, MALFORMED_KINDS, SimConfig, build_world, generate
 from engine import Params, is_duplicate
+from loadgen.cli import KINDS, MALFORMED_KINDS, SimConfig, build_world, generate
 from schemas import Reason, SchemaError, decode_kill_event
 
 START = 1_764_680_400_000

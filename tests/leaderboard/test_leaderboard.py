@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 import pytest
 import redis
-from _tierjob_support import drop_namespace
 
 from adr_cli.main import main
 from engine import TIER_LABELS
@@ -40,7 +39,8 @@ def board(redis_client: redis.Redis, unique_name) -> Iterator[tuple[str, str]]: 
     pipe.execute()
     url = redis_client.connection_pool.connection_kwargs
     yield f"redis://{url['host']}:{url['port']}/{url.get('db', 0)}", keys.namespace
-    drop_namespace(redis_client, keys)
+    written = [keys.player(pid) for pid, _, _ in PLAYERS]
+    redis_client.delete(*written, keys.lb, keys.tier_counts, keys.pop)
 
 
 def adr(capsys: pytest.CaptureFixture[str], board: tuple[str, str], *argv: str):  # type: ignore[no-untyped-def]

@@ -1,0 +1,10 @@
+"""`adr leaderboard` and the `Board` reader: top N, a player's rank, the players around one,
+the tier table, read from the Redis keys the consumer and the tier job write (docs/leaderboards.md).
+
+Exceptions: `LeaderboardError` (root) ← `PlayerNotFound` (no such player, or not placed).
+"""
+
+from leaderboard._errors import LeaderboardError, PlayerNotFound
+from leaderboard.board import Board, Entry, TierTable
+
+__all__ = ["Board", "Entry", "LeaderboardError", "PlayerNotFound", "TierTable"]

@@ -1,0 +1,1 @@
+"""Golden kill-event messages shared by every publisher's tests (see generate.py)."""

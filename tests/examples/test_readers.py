@@ -1,0 +1,119 @@
+"""The Go and TypeScript leaderboard readers against a Redis the real consumer filled: the same
+answers as `adr leaderboard`'s Board (top, rank, around, tier) and as ZMSCORE (friends)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import redis
+
+from consumer.config import Config
+from engine import Params
+from leaderboard.board import Board, Entry
+from schemas import kill_event
+from tests.consumer import consumer_support as S
+
+
+@dataclass(frozen=True)
+class Filled:
+    redis_url: str
+    namespace: str
+    board: Board
+    client: redis.Redis
+    players: frozenset[str]
+    """Every player of the consumed events (each has a hash)."""
+
+
+@pytest.fixture(scope="module")
+def filled(kafka_bootstrap: str, redis_url: str, kafka_admin: Any) -> Filled:
+    """3000 kills of 60 players and one each of 3 newcomers, consumed into a fresh namespace."""
+    topic = kafka_admin.create(f"readers-{uuid.uuid4().hex[:10]}", partitions=1)
+    ns, keys, client = S.rating_pool(redis_url, lambda prefix: f"{prefix}-{uuid.uuid4().hex[:10]}")
+    events = S.events(3_000, players=60, arenas=6, seed=29)
+    last = events[-1].ts
+    events += [  # newcomers with one kill each: tracked, not placed
+        kill_event(id=f"new-{i}", arena="arena-0", attacker=f"new-{i}", victim="p1", ts=last + i)
+        for i in range(3)
+    ]
+    S.produce(kafka_bootstrap, topic, S.encoded(events))
+    config = Config(
+        bootstrap_servers=kafka_bootstrap, redis_url=redis_url, namespace=ns, topic=topic,
+        group=f"g-{uuid.uuid4().hex[:10]}", rating_topic=f"{topic}-ratings",
+        dlq_topic=f"{topic}-dlq",
+    )  # fmt: skip
+    consumer = S.start_threaded(config, Params())
+    try:
+        S.wait_applied(client, keys, topic, {0: len(events)}, 120, alive=consumer.thread.is_alive)
+    finally:
+        consumer.stop()
+    placed, tracked = client.zcard(keys.lb), int(client.hget(keys.pop, "count") or 0)
+    assert 10 < placed < tracked, (placed, tracked)  # placed and unplaced players both exist
+    players = frozenset(p for e in events for p in (e.attacker, e.victim))
+    return Filled(redis_url, ns, Board(client, ns), client, players)
+
+
+def _read(reader: tuple[str, list[str]], filled: Filled, *args: str) -> tuple[int, Any]:
+    done = subprocess.run(
+        [*reader[1], *args], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "REDIS_URL": filled.redis_url, "ADR_NAMESPACE": filled.namespace},
+    )  # fmt: skip
+    return done.returncode, json.loads(done.stdout) if done.stdout.strip() else done.stderr
+
+
+def _json(entries: list[Entry]) -> list[dict[str, Any]]:
+    return [{"rank": e.rank, "player": e.player, "mu": e.mu, "tier": e.tier} for e in entries]
+
+
+def test_top_rank_around_and_tier_match_adr_leaderboard(
+    reader: tuple[str, list[str]], filled: Filled
+) -> None:
+    board = filled.board
+    top = board.top(1000)
+    assert _read(reader, filled, "top", "10") == (0, _json(top[:10]))
+    assert _read(reader, filled, "top", "1000") == (0, _json(top))
+    for who in (top[0].player, top[len(top) // 2].player, top[-1].player):
+        assert _read(reader, filled, "rank", who) == (0, _json([board.rank(who)])[0])
+        assert _read(reader, filled, "around", who, "3") == (0, _json(board.around(who, 3)))
+        assert _read(reader, filled, "tier", who) == (
+            0,
+            {"player": who, "tier": board.rank(who).tier},
+        )
+    assert _read(reader, filled, "around", top[0].player, "0") == (0, _json(top[:1]))
+
+
+def test_unplaced_and_unknown_players(reader: tuple[str, list[str]], filled: Filled) -> None:
+    board = filled.board
+    unplaced = sorted(filled.players - {e.player for e in board.top(1000)})
+    assert unplaced
+    for who in unplaced[:2]:
+        assert _read(reader, filled, "rank", who) == (0, _json([board.rank(who)])[0])
+        assert _read(reader, filled, "rank", who)[1]["rank"] is None
+        assert _read(reader, filled, "around", who, "2") == (0, [])
+        assert _read(reader, filled, "tier", who) == (0, {"player": who, "tier": None})
+    assert _read(reader, filled, "rank", "nobody")[0] == 1
+    assert _read(reader, filled, "tier", "nobody")[0] == 1
+    assert _read(reader, filled, "top", "zero")[0] == 2
+
+
+def test_friends_board_is_zmscore_of_the_ids_best_first(
+    reader: tuple[str, list[str]], filled: Filled
+) -> None:
+    top = filled.board.top(1000)
+    friends = [top[5].player, "nobody", top[1].player, top[-1].player, top[1].player]
+    friends += sorted(filled.players - {e.player for e in top})[:2]
+    scores = filled.client.zmscore(f"{{{filled.namespace}}}:lb", friends)
+    placed = {p: s for p, s in zip(friends, scores, strict=True) if s is not None}
+    order = sorted(placed, key=lambda p: (placed[p], p), reverse=True)
+    tiers = {e.player: e.tier for e in top}
+    want = [
+        {"rank": i + 1, "player": p, "mu": placed[p], "tier": tiers[p]} for i, p in enumerate(order)
+    ]
+    assert len(want) == 3
+    assert _read(reader, filled, "friends", *friends) == (0, want)
+    assert _read(reader, filled, "friends", "nobody") == (0, [])
