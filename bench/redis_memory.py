@@ -151,7 +151,7 @@ def apply_events(
         wanted = Batch(chunk, next_offsets, len(chunk), 0.0, keys)
         while True:  # as consumer.pipeline: recompute on a conflict (here: an expired key)
             t0 = time.perf_counter()
-            view = store.read_view(wanted.players, wanted.pairs, wanted.partitions)
+            view = store.read_view(wanted.players, wanted.pairs, wanted.partitions, ids=wanted.ids)
             t1 = time.perf_counter()
             plan = rate_batch(chunk, next_offsets, view, keys, params)
             t2 = time.perf_counter()

@@ -14,7 +14,7 @@ around each replay:
   players' msgpack section unpacked): the cost of handing Redis and Lua what to write.
 - `script_without_*`: the script with one part left out (the `ver` checks, the players' state
   values, the rank and activity sets, the cooldown keys with their `cd_due` index, the sweep of
-  cooldown keys past every watermark, the outbox entry).
+  cooldown keys past every watermark, the outbox entry, the event-id checks and keys).
 - `multi_exec`: the same writes as a WATCH / MULTI / EXEC transaction (the `ver` checks as HGET
   after WATCH), the alternative to a script for a compare-and-set write.
 
@@ -102,7 +102,7 @@ def record(client: redis.Redis, namespace: str, cfg: SimConfig, params: Params) 
     cooldown_ms, max_age_ms = params.cooldown_ms, 4 * HOUR_MS
     for batch in _batches(cfg):
         wanted = Batch(batch, {0: batch[-1].offset + 1}, len(batch), 0.0, keys)
-        view = store.read_view(wanted.players, wanted.pairs, wanted.partitions)
+        view = store.read_view(wanted.players, wanted.pairs, wanted.partitions, ids=wanted.ids)
         plan = rate_batch(batch, wanted.next_offsets, view, keys, params)
         plan.states.clear()  # not needed again: keeps the recording small
         packed = store._write_command(plan, cooldown_ms, max_age_ms)
@@ -138,6 +138,14 @@ def _variants() -> dict[str, str]:
         ),
         "script_without_cooldown_keys": (
             "  redis.call('SET', ARGV[i], ARGV[i + 1])\n  add(due, ARGV[i + 1], ARGV[i])\n",
+            "",
+        ),
+        "script_without_event_id_checks": (
+            "  if redis.call('EXISTS', unpack(ids, i, j)) > 0 then",
+            "  if false then",
+        ),
+        "script_without_event_id_keys": (
+            "  redis.call('SET', ARGV[i], ARGV[i + 1])\n  add(due, ARGV[i + 2], ARGV[i])\n",
             "",
         ),
         "script_without_cooldown_sweep": (

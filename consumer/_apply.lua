@@ -1,6 +1,6 @@
 -- One batch of the consumer, applied atomically (docs/design.md, "Redis layout").
 -- KEYS: offsets, outbox, lb, activity, active_mu, pop, tier_counts, watermarks, cooldown_due
--- ARGV[1] the player key prefix ("{ns}:player:"); ARGV[2..10]: how many ARGV items each section
+-- ARGV[1] the player key prefix ("{ns}:player:"); ARGV[2..11]: how many ARGV items each section
 -- below has; the sections follow in order. Every number is a decimal string (Lua numbers are
 -- doubles and would lose int64 digits). Per player the script derives its rank, activity and
 -- active-μ writes from the hash values, so the client sends each value once.
@@ -13,6 +13,9 @@
 --   7 outbox: one msgpack array of [player, rating change] pairs (or nothing)
 --   8 watermarks partition, largest accepted ts, ...
 --   9 sweep: keep (lateness + t_cooldown, ms), floor (wall clock - max_age - keep)
+--  10 event ids key, content digest, ts, ...: the ids this batch counts; each key must not
+--              exist yet (another instance counted the same id: checked like a ver); indexed
+--              and swept with the cooldown keys (schemas/kill_event.md, "Meaning checks")
 -- Cooldown keys expire by event time, not by a TTL: each is indexed in the cooldown_due zset by
 -- its ts, and a key with ts <= max(lowest watermark - keep, floor) is deleted (no event the
 -- consumer still accepts can fall in its cooldown), at most 1000 + (pairs written) a call.
@@ -27,8 +30,9 @@ local CHUNK = 2000       -- stay far below Lua's limit on unpack() arguments
 
 local prefix = ARGV[1]
 local bounds = {}
-local at = 11
-for s = 1, 9 do
+local SECTIONS = 10
+local at = SECTIONS + 2
+for s = 1, SECTIONS do
   local n = tonumber(ARGV[s + 1])
   bounds[s] = {at, at + n - 1}
   at = at + n
@@ -69,6 +73,17 @@ first, last = section(2)
 for i = first, last, 2 do
   if (redis.call('HGET', KEYS[1], ARGV[i]) or '') ~= ARGV[i + 1] then
     return {1, 'offset', ARGV[i]}
+  end
+end
+first, last = section(10)
+local ids = {}
+for i = first, last, 3 do ids[#ids + 1] = ARGV[i] end
+for i = 1, #ids, CHUNK do  -- one variadic EXISTS per chunk, not one call per id
+  local j = math.min(i + CHUNK - 1, #ids)
+  if redis.call('EXISTS', unpack(ids, i, j)) > 0 then
+    for m = i, j do  -- which: a record (a string) is a conflict; another type is overwritten
+      if redis.call('TYPE', ids[m])['ok'] == 'string' then return {1, 'event_id', ids[m]} end
+    end
   end
 end
 local function counter(key, field)  -- HINCRBY fails on anything but a 64-bit integer
@@ -129,6 +144,11 @@ local due = {}
 for i = first, last, 2 do
   redis.call('SET', ARGV[i], ARGV[i + 1])
   add(due, ARGV[i + 1], ARGV[i])
+end
+first, last = section(10)
+for i = first, last, 3 do
+  redis.call('SET', ARGV[i], ARGV[i + 1])
+  add(due, ARGV[i + 2], ARGV[i])
 end
 bulk('ZADD', KEYS[9], due)
 local pairs_written = #due / 2

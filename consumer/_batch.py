@@ -8,6 +8,7 @@ hold the result. Nothing here talks to Redis or Kafka.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections import Counter
 from typing import Final
 
@@ -41,6 +42,8 @@ class Accepted:
     partition: int
     offset: int
     event: KillEvent
+    message: object = None
+    """The Kafka message it came from (its bytes go to the dead-letter topic if it is rejected)."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -60,6 +63,10 @@ class View:
     snapshot: Snapshot
     watermarks: dict[int, int | None] = dataclasses.field(default_factory=dict)
     """partition -> largest event time accepted there (None: none yet)."""
+    corrupt: dict[str, str] = dataclasses.field(default_factory=dict)
+    """player id or cooldown key -> why its stored value does not decode (left out above)."""
+    event_ids: dict[str, bytes | None] = dataclasses.field(default_factory=dict)
+    """event id key -> content digest of the event counted under that id (None: none)."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -89,6 +96,14 @@ class Plan:
     """Events older than their partition's watermark minus the lateness: not rated."""
     already_applied: int = 0
     counted_ts: list[int] = dataclasses.field(default_factory=list)
+    event_ids: list[tuple[str, bytes, int]] = dataclasses.field(default_factory=list)
+    """(id key, content digest, ts) of every event counted: the ids the write records."""
+    rejected: list[tuple[Accepted, str]] = dataclasses.field(default_factory=list)
+    """Events not rated, with the dead-letter reason: `id_reused` (the id was counted with other
+    content), `corrupt_state` (a player or cooldown of the event is corrupt in Redis, or the
+    engine could not rate its stored states). Dead-lettered before this plan is written."""
+    unratable: int = 0
+    """Of those, events the engine raised on (counted as adr_corrupt_state_total{what=rating})."""
 
 
 def rate_batch(
@@ -109,6 +124,7 @@ def rate_batch(
     states: dict[str, PlayerState] = {}
     watermarks = dict(view.watermarks)
     cooldowns = dict(view.cooldowns)
+    ids = dict(view.event_ids)
     touched_pairs: dict[str, int] = {}
     total = view.sigma_units_total
     count = view.player_count
@@ -123,30 +139,53 @@ def rate_batch(
         if watermark is not None and ev.ts < watermark - lateness_ms:
             plan.late += 1
             continue
+        pair = keys.cooldown(ev.attacker, ev.victim)
+        corrupt = view.corrupt  # a dead-lettered event changes nothing, not even the watermark
+        if corrupt and (ev.attacker in corrupt or ev.victim in corrupt or pair in corrupt):
+            plan.rejected.append((item, "corrupt_state"))
+            continue
+        id_key = keys.event_id(ev.id)
+        seen = ids.get(id_key)
+        if seen is not None:  # the id was counted: a resend, or reused for another kill
+            if seen == content_digest(ev):
+                plan.duplicates += 1
+                if watermark is None or ev.ts > watermark:
+                    watermarks[item.partition] = ev.ts
+            else:
+                plan.rejected.append((item, "id_reused"))
+            continue
         if watermark is None or ev.ts > watermark:
             watermarks[item.partition] = ev.ts
-        pair = keys.cooldown(ev.attacker, ev.victim)
         if is_duplicate(cooldowns.get(pair), ev.ts, params):  # §2.1
             plan.duplicates += 1
             continue
         before: list[PlayerState] = []
+        joined = 0
         for player in (ev.attacker, ev.victim):
             state = states.get(player)
             if state is None:
                 state = view.players[player][0]
                 if state is None:  # adr-reading step 4: joins P with σ0
                     state = new_player(params)
-                    count += 1
-                    total += new_units
-                states[player] = state
+                    joined += 1
             before.append(state)
         a, b = before
-        outcome = rate_kill(a, b, ev.ts, total, count, view.snapshot, params)
-        total += outcome.sigma_units_delta
+        try:
+            outcome = rate_kill(
+                a, b, ev.ts, total + joined * new_units, count + joined, view.snapshot, params
+            )
+        except ArithmeticError:  # a stored state the decoder let through (e.g. huge window)
+            plan.rejected.append((item, "corrupt_state"))  # nothing of the event is kept
+            plan.unratable += 1
+            continue
+        count += joined
+        total += joined * new_units + outcome.sigma_units_delta
         states[ev.attacker] = outcome.attacker
         states[ev.victim] = outcome.victim
         cooldowns[pair] = ev.ts
         touched_pairs[pair] = ev.ts
+        digest = ids[id_key] = content_digest(ev)
+        plan.event_ids.append((id_key, digest, ev.ts))
         plan.counted += 1
         plan.counted_ts.append(ev.ts)
         roles: tuple[tuple[Role, PlayerState, PlayerState, str], ...] = (
@@ -179,6 +218,13 @@ def rate_batch(
         plan.offset_checks.append((partition, stored))
         plan.offsets.append((partition, max(next_offset, stored or 0)))
     return plan
+
+
+def content_digest(ev: KillEvent) -> bytes:
+    """What an event id stands for: arena, attacker, victim and ts (not `extra`), as 16 hex
+    digits of BLAKE2b; lengths make the concatenation unambiguous."""
+    text = f"{len(ev.arena)}:{ev.arena}{len(ev.attacker)}:{ev.attacker}{ev.victim}:{ev.ts}"
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest().encode()
 
 
 def _plan_players(plan: Plan, states: dict[str, PlayerState], view: View, params: Params) -> None:

@@ -1,8 +1,26 @@
-"""The consumer's root exception."""
+"""The consumer's root exception, and corrupt state read back from Redis."""
 
 
 class ConsumerError(Exception):
     """Root of every error `consumer` raises (bad configuration, unusable Redis data)."""
+
+
+class CorruptState(ConsumerError):
+    """A value read back from Redis that does not decode (docs/operations.md, "Hostile input").
+
+    `what` names the kind of value and is the label of `adr_corrupt_state_total`: `player`,
+    `cooldown` (the events that need one are dead-lettered as `corrupt_state`), `snapshot` (the
+    last good one stays in use), `outbox` (the entry is moved to the quarantine stream), `pop`,
+    `offsets` (nothing can go on without them: the step is retried with backoff until
+    repaired). A key the write needs holding another type is a Redis refusal (WRONGTYPE,
+    consumer/_retry.py), except a player's: its events are dead-lettered.
+    """
+
+    def __init__(self, what: str, key: str, detail: str) -> None:
+        super().__init__(f"corrupt {what} {key}: {detail}")
+        self.what = what
+        self.key = key
+        self.detail = detail
 
 
 class RedisBehind(ConsumerError):

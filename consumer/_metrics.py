@@ -90,6 +90,13 @@ class Metrics:
         self.swallowed = Counter(
             "adr_errors_swallowed", "errors handled by retrying or skipping", ["where"], registry=r
         )
+        self.corrupt_state = Counter(
+            "adr_corrupt_state",
+            "reads of a Redis value that does not decode (each read counts): quarantined or "
+            "waited on, never applied",
+            ["what"],
+            registry=r,
+        )
         self.redis_refused = Counter(
             "adr_redis_refused",
             "Redis commands refused and retried (OOM, READONLY, BUSY, WRONGTYPE, ...)",

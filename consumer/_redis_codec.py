@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
 
+from consumer._errors import CorruptState
 from engine import TIER_LABELS, PlayerState, tier_label, tier_of_label
 
 FIELDS: Final = (
@@ -36,26 +38,43 @@ _JSON: Final = msgspec.json.Encoder()
 _STR8_HEADS: Final = tuple(bytes((0xD9, size)) for size in range(0x100))
 
 
-def decode_player(values: Sequence[Any]) -> tuple[PlayerState, int] | None:
-    """(state, ver) from HMGET FIELDS, or None when the player has no hash yet."""
+def decode_player(values: Sequence[Any], key: str = "") -> tuple[PlayerState, int] | None:
+    """(state, ver) from HMGET FIELDS, or None when the player has no hash yet.
+
+    Raises CorruptState for what the consumer never writes (a field that does not parse, a
+    non-finite float, a hash without `mu`, a reply that is an error such as WRONGTYPE), so that
+    no such value reaches the engine (which clips odd finite values; one it still cannot rate
+    fails that event alone, see consumer._batch.rate_batch).
+    """
+    if isinstance(values, Exception):
+        raise CorruptState("player", key, str(values))
     if values[0] is None:
+        if any(v is not None for v in values):
+            raise CorruptState("player", key, "hash without mu")
         return None
-    (mu, sigma, streak, phi, pool, n, last_ts, tier, h_up, h_down, window, recent, ver) = values
-    state = PlayerState(
-        mu=float(mu),
-        sigma=float(sigma),
-        streak=int(streak),
-        phi=float(phi),
-        pool=float(pool),
-        n=int(n),
-        last_ts=int(last_ts) if last_ts else None,
-        tier=_TIER_BY_LABEL[tier] if tier else 0,
-        h_up=float(h_up),
-        h_down=float(h_down),
-        window=_WINDOW_DECODER.decode(window) if window else (),
-        recent=_RECENT_DECODER.decode(recent) if recent else (),
-    )
-    return state, int(ver)
+    try:
+        (mu, sigma, streak, phi, pool, n, last_ts, tier, h_up, h_down, window, recent, ver) = values
+        state = PlayerState(
+            mu=float(mu),
+            sigma=float(sigma),
+            streak=int(streak),
+            phi=float(phi),
+            pool=float(pool),
+            n=int(n),
+            last_ts=int(last_ts) if last_ts else None,
+            tier=_TIER_BY_LABEL[tier] if tier else 0,
+            h_up=float(h_up),
+            h_down=float(h_down),
+            window=_WINDOW_DECODER.decode(window) if window else (),
+            recent=_RECENT_DECODER.decode(recent) if recent else (),
+        )
+        version = int(ver)
+    except (ValueError, TypeError, KeyError, msgspec.DecodeError, RecursionError) as exc:
+        raise CorruptState("player", key, f"{type(exc).__name__}: {exc}") from None
+    floats = (state.mu, state.sigma, state.phi, state.pool, state.h_up, state.h_down)
+    if not all(map(math.isfinite, floats)) or not all(map(math.isfinite, state.window)):
+        raise CorruptState("player", key, "a float is not finite")
+    return state, version
 
 
 def float_text(x: float) -> str:

@@ -52,6 +52,7 @@ class Relay:
         self._r = client
         self._producer = producer
         self._stream = stream
+        self._quarantine_stream = stream + ":quarantine"
         self._topic = topic
         self._name = consumer_name
         self._batch = batch
@@ -107,9 +108,29 @@ class Relay:
         for _stream, items in replies[-1] or []:
             entries.extend(items)
         for entry_id, fields in entries:
-            self._send(entry_id, _ENTRY.decode(fields[b"m"]))
+            try:
+                messages = _ENTRY.decode(fields[b"m"])
+            except (KeyError, msgspec.DecodeError, RecursionError) as exc:
+                self._quarantine(entry_id, fields, f"{type(exc).__name__}: {exc}")
+                continue
+            self._send(entry_id, messages)
         self._producer.poll(0)
         return len(entries)
+
+    def _quarantine(self, entry_id: bytes, fields: dict[bytes, bytes], error: str) -> None:
+        """Move an entry that does not decode to the quarantine stream, in one transaction: kept
+        for the operator, gone from the outbox, so no relay trips over it again."""
+        kept: dict[Any, Any] = {**fields, b"entry": entry_id, b"error": error}
+        pipe = self._r.pipeline(transaction=True)
+        pipe.xadd(self._quarantine_stream, kept)
+        pipe.xack(self._stream, GROUP, entry_id)
+        pipe.xdel(self._stream, entry_id)
+        pipe.execute()
+        self._metrics.corrupt_state.labels("outbox").inc()
+        log.error(
+            "corrupt outbox entry moved to quarantine",
+            extra={"entry": entry_id.decode(), "to": self._quarantine_stream, "error": error},
+        )
 
     def _send(self, entry_id: bytes, messages: list[tuple[str, bytes]]) -> None:
         entry = _Entry(entry_id, len(messages))

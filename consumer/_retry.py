@@ -1,4 +1,5 @@
-"""Retrying a Redis step with exponential backoff while Redis is unreachable or refuses it.
+"""Retrying a Redis step with exponential backoff while Redis is unreachable, refuses it or
+holds corrupt state it cannot go on without.
 
 Two kinds of failure pass once the server (or an operator) has done something, so they are
 retried, each with a log line and a metric, never a crash that follows the partition from
@@ -9,6 +10,10 @@ instance to instance:
   a replica (after a failover), MASTERDOWN and LOADING during failover or start-up, BUSY while a
   slow script runs, and WRONGTYPE / BADVALUE when a key the write needs holds data of another
   kind (the write script checks this before its first write; consumer/_apply.lua).
+
+- Redis holds corrupt `pop` or offsets (`CorruptState`, raised by the reads): nothing can be
+  computed without them; counted in `adr_corrupt_state_total{what}` (docs/operations.md,
+  AdrCorruptState).
 
 Any other error is a bug or a bad reply and is raised.
 """
@@ -22,6 +27,7 @@ from typing import Final, TypeVar
 
 import redis
 
+from consumer._errors import CorruptState
 from consumer._metrics import Metrics
 
 REDIS_DOWN: Final = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
@@ -116,6 +122,15 @@ class RedisRetry:
                 if deadline is not None and time.monotonic() > deadline:
                     raise
                 log_redis_failure(exc, what, delay)
-                time.sleep(delay)
-                metrics.tick()
-                delay = min(delay * 2, self._max_s)
+            except CorruptState as exc:
+                metrics.ready_flags["redis"] = False
+                metrics.corrupt_state.labels(exc.what).inc()
+                if deadline is not None and time.monotonic() > deadline:
+                    raise
+                log.error(
+                    "corrupt state in redis, waiting for a repair (docs/operations.md)",
+                    extra={"during": what, "retry_in_s": delay, "error": str(exc)},
+                )
+            time.sleep(delay)
+            metrics.tick()
+            delay = min(delay * 2, self._max_s)

@@ -6,6 +6,7 @@ import hashlib
 import importlib.resources
 import inspect
 import json
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
@@ -15,7 +16,7 @@ import msgspec
 import redis
 
 from consumer._batch import Plan, View
-from consumer._errors import ConsumerError
+from consumer._errors import ConsumerError, CorruptState
 from consumer._redis_codec import FIELDS, decode_player
 from engine import DEFAULT_LATENESS_MS, Params, PlayerState, Snapshot, initial_snapshot
 from redis_layout import Keys
@@ -46,8 +47,17 @@ class Conflict(Exception):
         self.what = what
 
 
+def _ignore(_exc: CorruptState) -> None:
+    pass
+
+
 class Store:
-    """Reads and the atomic write of one rating pool (namespace) for one source topic."""
+    """Reads and the atomic write of one rating pool (namespace) for one source topic.
+
+    A corrupt player hash or cooldown key is reported to `on_corrupt` and named in
+    `View.corrupt` (its events are not rated); a corrupt snapshot is reported and the last good
+    one kept; corrupt `pop` or offsets raise CorruptState (nothing can be computed without them).
+    """
 
     def __init__(
         self,
@@ -56,8 +66,10 @@ class Store:
         topic: str,
         params: Params,
         lateness_ms: int = DEFAULT_LATENESS_MS,
+        on_corrupt: Callable[[CorruptState], None] = _ignore,
     ) -> None:
         self._r = client
+        self._on_corrupt = on_corrupt
         self._keys = keys
         self._params = params
         self.lateness_ms = lateness_ms
@@ -71,8 +83,11 @@ class Store:
         """partition -> next offset to apply, as stored with the state."""
         if not partitions:
             return {}
-        values = self._r.hmget(self._offsets_key, [str(p) for p in partitions])
-        return {p: None if v is None else int(v) for p, v in zip(partitions, values, strict=True)}
+        try:
+            values = self._r.hmget(self._offsets_key, [str(p) for p in partitions])
+        except redis.ResponseError as exc:  # e.g. WRONGTYPE
+            raise CorruptState("offsets", self._offsets_key, str(exc)) from None
+        return _offsets(self._offsets_key, partitions, values)
 
     def read_view(
         self,
@@ -80,6 +95,7 @@ class Store:
         pairs: list[str],
         partitions: list[int],
         cached: Mapping[str, tuple[PlayerState, int]] | None = None,
+        ids: Sequence[str] = (),
     ) -> View:
         """Everything the batch is computed from, in one pipelined round trip.
 
@@ -88,7 +104,7 @@ class Store:
         The reads need not be one instant either: the write checks every player and offset it
         depends on, and S, P only shape σ̄ (see consumer/README.md, "σ̄").
         """
-        read = _ViewRead(self, players, pairs, partitions, cached)
+        read = _ViewRead(self, players, pairs, partitions, cached, ids)
         return read.parse(_pipelined(self._r, read.commands))
 
     def read_view_then_write(
@@ -100,24 +116,42 @@ class Store:
         plan: Plan,
         cooldown_ms: int,
         max_age_ms: int,
+        ids: Sequence[str] = (),
     ) -> tuple[View, PendingWrite]:
         """`read_view` for the next batch, then `plan`'s write, on one connection in that order:
         the read is answered before Redis starts the write, and the write runs while the caller
         computes on the read (`PendingWrite.result()` waits for it). The view is what Redis held
         before the write: the caller lays the plan's effect over it."""
-        read = _ViewRead(self, players, pairs, partitions, cached)
+        read = _ViewRead(self, players, pairs, partitions, cached, ids)
         write = self._write_command(plan, cooldown_ms, max_age_ms)
         sent = _Sent(self._r, _WRITE, [*read.commands, write])
-        return read.parse(sent.receive_first(len(read.commands))), PendingWrite(plan, sent)
+        replies = sent.receive_first(len(read.commands))
+        try:
+            view = read.parse(replies)
+        except CorruptState:
+            sent.abandon()  # whether the write ran is unknown: the caller redoes its batch
+            raise
+        return view, PendingWrite(plan, sent)
 
-    def _current_snapshot(self, version: bytes | None) -> Snapshot:
-        """The latest published snapshot; re-read in full only when its version changed."""
-        if version != self._snapshot_version:
-            values: Any = self._r.hmget(self._keys.snapshot, _SNAPSHOT_FIELDS)
-            self._snapshot = (
-                initial_snapshot(self._params) if values[0] is None else parse_snapshot(values)
-            )
-            self._snapshot_version = values[0]
+    def _current_snapshot(self, version: Any) -> Snapshot:
+        """The latest published snapshot; re-read in full only when its version changed.
+
+        A published snapshot that does not parse is reported once per version, and the last
+        good one (before any: the initial one) stays in use until the tier job publishes again.
+        """
+        if isinstance(version, Exception) or version != self._snapshot_version:
+            key = self._keys.snapshot
+            try:
+                if isinstance(version, Exception):
+                    raise ValueError(str(version))
+                values: Any = self._r.hmget(key, _SNAPSHOT_FIELDS)
+                self._snapshot = (
+                    initial_snapshot(self._params) if values[0] is None else parse_snapshot(values)
+                )
+            except (ValueError, TypeError, ConsumerError, redis.ResponseError) as exc:
+                self._on_corrupt(CorruptState("snapshot", key, f"{type(exc).__name__}: {exc}"))
+            if not isinstance(version, Exception):
+                self._snapshot_version = version
         return self._snapshot
 
     def write(self, plan: Plan, cooldown_ms: int, max_age_ms: int) -> None:
@@ -148,6 +182,7 @@ class Store:
             [_MSGPACK.encode(plan.outbox)] if plan.outbox else [],
             _flat(plan.watermarks),
             [keep_ms, floor],
+            [x for key, digest, ts in plan.event_ids for x in (key, digest, ts)],
         )
         keys = (
             self._offsets_key,
@@ -171,7 +206,7 @@ class Store:
 class _ViewRead:
     """The commands of one `read_view` and the parsing of their replies."""
 
-    __slots__ = ("commands", "pairs", "partitions", "store", "stored", "wanted")
+    __slots__ = ("commands", "ids", "pairs", "partitions", "store", "stored", "wanted")
 
     def __init__(
         self,
@@ -180,10 +215,12 @@ class _ViewRead:
         pairs: list[str],
         partitions: list[int],
         cached: Mapping[str, tuple[PlayerState, int]] | None,
+        ids: Sequence[str] = (),
     ) -> None:
         k = store._keys
         self.store = store
         self.pairs = pairs
+        self.ids = ids
         self.partitions = partitions
         self.stored: dict[str, tuple[PlayerState | None, int]] = {}
         self.wanted = players
@@ -197,6 +234,8 @@ class _ViewRead:
                     self.stored[player] = hit
         pack: Any = hiredis.pack_command  # its stub types a one-element tuple
         commands = [pack(("HMGET", k.player(p), *FIELDS)) for p in self.wanted]
+        if ids:
+            commands.append(pack(("MGET", *ids)))
         if pairs:
             commands.append(pack(("MGET", *pairs)))
         commands.append(pack(("HMGET", k.pop, "count", "sigma_hi", "sigma_lo")))
@@ -205,30 +244,84 @@ class _ViewRead:
         commands.append(pack(("HGET", k.snapshot, "version")))
         self.commands: list[bytes] = commands
 
+    def _watermarks(self, values: Any) -> dict[int, int | None]:
+        """partition -> watermark; one that is no integer counts as none (reported): the write
+        script skips it too, and the batch's write replaces it."""
+        store = self.store
+        out: dict[int, int | None] = {}
+        if isinstance(values, Exception):
+            store._on_corrupt(CorruptState("watermarks", store._watermarks_key, str(values)))
+            values = [None] * len(self.partitions)
+        for p, v in zip(self.partitions, values, strict=False):
+            try:
+                out[p] = None if v is None else int(v)
+            except ValueError as exc:
+                out[p] = None
+                store._on_corrupt(CorruptState("watermarks", store._watermarks_key, str(exc)))
+        return out
+
     def parse(self, reply: list[Any]) -> View:
-        stored, pairs = self.stored, self.pairs
+        """The view; corrupt players and cooldown pairs are left out and named in `corrupt`."""
+        stored, pairs, store = self.stored, self.pairs, self.store
+        keys = store._keys
+        corrupt: dict[str, str] = {}
         for player, values in zip(self.wanted, reply, strict=False):
-            decoded = decode_player(values)
+            try:
+                decoded = decode_player(values, keys.player(player))
+            except CorruptState as exc:
+                corrupt[player] = exc.detail
+                store._on_corrupt(exc)
+                continue
             stored[player] = (None, 0) if decoded is None else decoded
-        cooldowns = (
-            {key: None if v is None else int(v) for key, v in zip(pairs, reply[-5], strict=True)}
-            if pairs
-            else {}
-        )
-        count, hi, lo = reply[-4]
-        offsets, watermarks = (
-            {p: None if v is None else int(v) for p, v in zip(self.partitions, r, strict=False)}
-            for r in reply[-3:-1]
-        )
+        cooldowns: dict[str, int | None] = {}
+        for key, v in zip(pairs, reply[-5] if pairs else (), strict=True):
+            try:
+                cooldowns[key] = None if v is None else int(v)
+            except ValueError as exc:
+                corrupt[key] = str(exc)
+                store._on_corrupt(CorruptState("cooldown", key, str(exc)))
+        pop = reply[-4]
+        try:
+            if isinstance(pop, Exception):
+                raise ValueError(str(pop))
+            count, hi, lo = pop
+            sigma_units_total = (int(hi or 0) << 32) + int(lo or 0)
+            player_count = int(count or 0)
+        except ValueError as exc:
+            raise CorruptState("pop", keys.pop, str(exc)) from None
         return View(
             players=stored,
             cooldowns=cooldowns,
-            sigma_units_total=(int(hi or 0) << 32) + int(lo or 0),
-            player_count=int(count or 0),
-            offsets=offsets,
-            snapshot=self.store._current_snapshot(reply[-1]),
-            watermarks=watermarks,
+            sigma_units_total=sigma_units_total,
+            player_count=player_count,
+            offsets=_offsets(store._offsets_key, self.partitions, reply[-3]),
+            snapshot=store._current_snapshot(reply[-1]),
+            watermarks=self._watermarks(reply[-2]),
+            corrupt=corrupt,
+            event_ids=dict(zip(self.ids, reply[len(self.wanted)], strict=True)) if self.ids else {},
         )
+
+
+def _offsets(key: str, partitions: list[int], values: Any) -> dict[int, int | None]:
+    """partition -> stored next offset, from HMGET's reply; CorruptState if one is not an int."""
+    try:
+        if isinstance(values, Exception):
+            raise ValueError(str(values))
+        return {p: None if v is None else int(v) for p, v in zip(partitions, values, strict=False)}
+    except ValueError as exc:
+        raise CorruptState("offsets", key, str(exc)) from None
+
+
+def _read_reply(conn: Any) -> Any:
+    """One reply of a read; a WRONGTYPE error reply (a key holding another type: corrupt) is
+    returned, not raised, so that every reply is still read off the connection and the caller
+    can say which key it was. Other errors (refusals such as OOM or TRYAGAIN) are raised."""
+    try:
+        return conn.read_response()
+    except redis.ResponseError as exc:
+        if str(exc).startswith("WRONGTYPE"):
+            return exc
+        raise
 
 
 class PendingWrite:
@@ -259,7 +352,7 @@ def _pipelined(client: redis.Redis, commands: list[bytes]) -> list[Any]:
     conn = pool.get_connection(*_COMMAND_NAME)
     try:
         conn.send_packed_command(commands)  # type: ignore[no-untyped-call]
-        replies = [conn.read_response() for _ in commands]
+        replies = [_read_reply(conn) for _ in commands]
     except BaseException:
         conn.disconnect()  # type: ignore[no-untyped-call]  # replies may be left unread on it
         raise
@@ -284,7 +377,14 @@ class _Sent:
 
     def receive_first(self, n: int) -> list[Any]:
         """The replies of the first n commands (the last one's stays on the wire)."""
-        return self._guard(lambda: [self._conn.read_response() for _ in range(n)], last=False)
+        return self._guard(lambda: [_read_reply(self._conn) for _ in range(n)], last=False)
+
+    def abandon(self) -> None:
+        """Give up on the last reply: close the connection (its reply is unread) and release it."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.disconnect()
+            self._client.connection_pool.release(conn)
 
     def receive_last(self) -> Any:
         try:
@@ -344,9 +444,12 @@ def parse_snapshot(values: list[bytes | None]) -> Snapshot:
         parsed = tuple(float(x) for x in items)
         if len(parsed) != _BOUNDARY_COUNT:
             raise ConsumerError(f"snapshot has {len(parsed)} boundaries, want {_BOUNDARY_COUNT}")
-    return Snapshot(
+    snapshot = Snapshot(
         taken_at=int(computed_at) if computed_at else None,
         mean_mu_active=float(mean_mu),
         boundaries=parsed,
         active_count=int(active_count or 0),
     )
+    if not all(map(math.isfinite, (snapshot.mean_mu_active, *(parsed or ())))):
+        raise ConsumerError("snapshot holds a float that is not finite")
+    return snapshot

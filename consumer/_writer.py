@@ -15,13 +15,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 import redis
 
 from consumer._batch import Accepted, Plan, View, rate_batch
 from consumer._cache import Overlay, StateCache
-from consumer._errors import RedisBehind
+from consumer._dead_letters import Stop
+from consumer._errors import CorruptState, RedisBehind
 from consumer._metrics import Metrics
 from consumer._retry import RedisRetry, refusal, retriable
 from consumer._store import Conflict, PendingWrite, Store
@@ -34,7 +36,17 @@ log = logging.getLogger("adr.consumer")
 class Batch:
     """The decoded events of one batch and what its write must record."""
 
-    __slots__ = ("accepted", "next_offsets", "pairs", "partitions", "players", "size", "started")
+    __slots__ = (
+        "accepted",
+        "dead_lettered",
+        "ids",
+        "next_offsets",
+        "pairs",
+        "partitions",
+        "players",
+        "size",
+        "started",
+    )
 
     def __init__(
         self,
@@ -49,9 +61,35 @@ class Batch:
         self.next_offsets = next_offsets
         self.players = list(dict.fromkeys(p for e in events for p in (e.attacker, e.victim)))
         self.pairs = list(dict.fromkeys(keys.cooldown(e.attacker, e.victim) for e in events))
+        self.ids = list(dict.fromkeys(keys.event_id(e.id) for e in events))
         self.partitions = list(next_offsets)
         self.size = size
         self.started = started
+        self.dead_lettered: set[tuple[int, int]] = set()
+        """(partition, offset) of the events rating left out and dead-lettered (Plan.rejected)."""
+
+    def drop_rejected(self, plan: Plan) -> list[Accepted]:
+        """The events of `plan.rejected` not dropped before; later ratings of the batch (a
+        redo) no longer see them, so an event is never both dead-lettered and applied."""
+        new = [
+            a for a, _reason in plan.rejected if (a.partition, a.offset) not in self.dead_lettered
+        ]
+        if new:
+            self.dead_lettered.update((a.partition, a.offset) for a in new)
+            gone = self.dead_lettered
+            self.accepted = [a for a in self.accepted if (a.partition, a.offset) not in gone]
+        return new
+
+    def cut(self, stops: Mapping[int, Stop]) -> None:
+        """Leave out everything at or after each partition's stop (a dead letter the broker did
+        not take); the partition's next offset becomes the stop."""
+        at = {p: stop.offset for p, stop in stops.items()}
+        for partition, offset in at.items():
+            if partition in self.next_offsets:
+                self.next_offsets[partition] = min(self.next_offsets[partition], offset)
+        self.accepted = [
+            a for a in self.accepted if a.partition not in at or a.offset < at[a.partition]
+        ]
 
 
 class Ready(NamedTuple):
@@ -73,6 +111,7 @@ class Writer:
         max_age_ms: int,
         metrics: Metrics,
         retry: RedisRetry,
+        on_rejected: Callable[[Batch, Plan], bool] = lambda _batch, _plan: False,
     ) -> None:
         self._store = store
         self._cache = cache
@@ -81,6 +120,9 @@ class Writer:
         self._max_age_ms = max_age_ms
         self._metrics = metrics
         self._retry = retry
+        self._on_rejected = on_rejected
+        """Called with every plan that rejects events, before that plan's write is sent; True:
+        the batch was cut (a dead letter not delivered) and is rated again."""
         self.confirmed: dict[int, int] = {}
         """partition -> the next offset Redis acknowledged for it, as this instance last read or
         wrote it (set on assignment, advanced by each write). Redis holding less: RedisBehind."""
@@ -88,12 +130,18 @@ class Writer:
     def rate(self, batch: Batch) -> Plan:
         """Dedup and rate `batch` on a fresh read (players in the cache are not read)."""
         view = self._store.read_view(
-            batch.players, batch.pairs, self._watched(batch), self._cache.entries
+            batch.players, batch.pairs, self._watched(batch), self._cache.entries, batch.ids
         )
         self.check(view.offsets)
         return self._rate(batch, view)
 
     def _rate(self, batch: Batch, view: View) -> Plan:
+        plan = self._rate_once(batch, view)
+        while plan.rejected and self._on_rejected(batch, plan):
+            plan = self._rate_once(batch, view)  # the batch was cut at an undelivered one
+        return plan
+
+    def _rate_once(self, batch: Batch, view: View) -> Plan:
         return rate_batch(
             batch.accepted,
             batch.next_offsets,
@@ -135,9 +183,10 @@ class Writer:
                 plan,
                 self._params.cooldown_ms,
                 self._max_age_ms,
+                batch.ids,
             )
-        except redis.RedisError as exc:
-            if not retriable(exc):
+        except (redis.RedisError, CorruptState) as exc:
+            if isinstance(exc, redis.RedisError) and not retriable(exc):
                 raise
             self._redis_failed(exc)  # whether the write ran is unknown: the redo finds out
             return None, self.write(ahead.batch, None)
@@ -148,6 +197,7 @@ class Writer:
             raise
         # What Redis holds once the write ahead has run: its players, pairs, offsets, S and P.
         view.cooldowns.update(plan.cooldowns)
+        view.event_ids.update((key, digest) for key, digest, _ts in plan.event_ids)
         view.offsets.update(plan.offsets)
         view.watermarks.update(plan.watermarks)
         view.player_count += plan.count_delta
@@ -173,6 +223,11 @@ class Writer:
                     self._conflict(batch, exc)
                     plan = None
                     continue
+                except redis.ResponseError as exc:
+                    if refusal(exc) == "WRONGTYPE":  # e.g. a cached player's key replaced:
+                        self._cache.forget(batch.players)  # the retry reads it, and quarantines
+                        plan = None
+                    raise
                 self._applied(plan, started)
                 return plan
 

@@ -31,7 +31,7 @@ from consumer._blocked import Blocked
 from consumer._cache import StateCache
 from consumer._collector import Collector
 from consumer._dead_letters import DeadLetters, Stop
-from consumer._errors import RedisBehind
+from consumer._errors import CorruptState, RedisBehind
 from consumer._kafka import KAFKA_LOG, is_fatal, new_consumer, new_producer
 from consumer._log_range import LogRange
 from consumer._metrics import Metrics, serve
@@ -43,7 +43,7 @@ from consumer.config import Config
 from engine import Params
 from redis_layout import Keys
 from runtime import compiled, connect
-from schemas import Limits, SchemaError, decode_kill_event
+from schemas import Limits, Reason, SchemaError, check_key, decode_kill_event
 
 log = logging.getLogger("adr.consumer")
 
@@ -68,10 +68,19 @@ class Pipeline:
             health_check_interval=5,
         )
         self._retry = RedisRetry(self.metrics, config.backoff_initial_s, config.backoff_max_s)
-        self.store = Store(self.redis, self.keys, config.topic, params, config.lateness_ms)
+        self.store = Store(
+            self.redis, self.keys, config.topic, params, config.lateness_ms, self._corrupt
+        )
         self.cache = StateCache(config.state_cache_players)
         self.writer = Writer(
-            self.store, self.cache, self.keys, params, config.max_age_ms, self.metrics, self._retry
+            self.store,
+            self.cache,
+            self.keys,
+            params,
+            config.max_age_ms,
+            self.metrics,
+            self._retry,
+            self._dead_letter_rated,
         )
         self._ready: Ready | None = None
         self._fatal = False
@@ -359,12 +368,48 @@ class Pipeline:
         limits = self.limits
         for m in messages:
             try:
-                event = decode_kill_event(m.value() or b"", now_ms, limits)
+                event = decode_kill_event(m.value() or b"", now_ms, limits)  # None: a tombstone
+                check_key(event, m.key())
             except SchemaError as exc:
                 rejected.append((m, exc.reason.value))
                 continue
-            accepted.append(Accepted(m.partition(), m.offset(), event))  # type: ignore[arg-type]
+            except Exception as exc:  # a decoder bug: the fuzz tests say this cannot happen
+                self.metrics.swallowed.labels("decode").inc()
+                log.error("decoder raised", extra={"error": repr(exc), "offset": m.offset()})
+                rejected.append((m, Reason.UNDECODABLE.value))
+                continue
+            accepted.append(Accepted(m.partition(), m.offset(), event, m))  # type: ignore[arg-type]
         return accepted, rejected
+
+    def _dead_letter_rated(self, batch: Batch, plan: Plan) -> bool:
+        """Dead-letter the events rating left out (Plan.rejected: `id_reused`, `corrupt_state`)
+        before the write that moves the offsets past them is sent. A copy the broker did not
+        take stops its partition there, like one of `_decode`'s: the batch is cut at the stop
+        and True asks the writer to rate it again."""
+        new = batch.drop_rejected(plan)
+        if plan.unratable:
+            self.metrics.corrupt_state.labels("rating").inc(plan.unratable)
+            log.error("the engine could not rate stored states", extra={"events": plan.unratable})
+        if not new:
+            return False
+        reasons = {(a.partition, a.offset): r for a, r in plan.rejected}
+        stops = self.dead_letters.send(
+            [(cast(Message, a.message), reasons[a.partition, a.offset]) for a in new],
+            self.metrics.tick,
+        )
+        if not stops:
+            return False
+        self.blocked.stop(self.kafka, stops)
+        batch.cut(stops)
+        return True
+
+    def _corrupt(self, exc: CorruptState) -> None:
+        """A corrupt Redis value was read and quarantined (Store): count it and say which."""
+        self.metrics.corrupt_state.labels(exc.what).inc()
+        log.error(
+            "corrupt state in redis, quarantined (docs/operations.md, Hostile input)",
+            extra={"what": exc.what, "key": exc.key, "error": exc.detail},
+        )
 
     def _commit(self, next_offsets: dict[int, int]) -> None:
         """Kafka's group offsets follow Redis (for lag dashboards); Redis stays the truth."""

@@ -53,6 +53,10 @@ class Keys:
         # The attacker's length makes the pair unambiguous without a separator.
         return f"{self.prefix}cd:{len(attacker)}:{attacker}{victim}"
 
+    def event_id(self, event_id: str) -> str:
+        """An event id counted recently (value: its content digest; see schemas/kill_event.md)."""
+        return f"{self.prefix}eid:{event_id}"
+
     def offsets(self, topic: str) -> str:
         return f"{self.prefix}offsets:{topic}"
 

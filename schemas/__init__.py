@@ -16,7 +16,13 @@ from schemas._limits import (
     MAX_MESSAGE_BYTES,
     Limits,
 )
-from schemas.kill_event import KillEvent, decode_kill_event, encode_kill_event, kill_event
+from schemas.kill_event import (
+    KillEvent,
+    check_key,
+    decode_kill_event,
+    encode_kill_event,
+    kill_event,
+)
 from schemas.rating_change import (
     MAX_RATING_CHANGE_ID_BYTES,
     ROLES,
@@ -50,6 +56,7 @@ __all__ = [
     "Role",
     "SchemaError",
     "TierBoundaries",
+    "check_key",
     "decode_kill_event",
     "decode_rating_change",
     "decode_tier_boundaries",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import TypeVar
 
 import msgspec
 
@@ -17,6 +18,9 @@ _UTF8_MAX_BYTES_PER_CHAR = 4
 _ENUM_ERROR_PREFIX = "Invalid enum value"
 
 _ANY_DECODER = msgspec.msgpack.Decoder()
+_TOO_DEEP = "nested deeper than the decoder's recursion limit"
+
+T = TypeVar("T")
 
 
 def required_fields(cls: type[msgspec.Struct]) -> tuple[str, ...]:
@@ -54,6 +58,26 @@ def check_finite(pairs: Iterable[tuple[str, float]]) -> None:
             raise SchemaError(Reason.BAD_VALUE, f"{name} must be finite, got {value!r}")
 
 
+def decode_typed(
+    decoder: msgspec.msgpack.Decoder[T],
+    raw: bytes | bytearray | memoryview,
+    required: Iterable[str],
+    version: int,
+) -> T:
+    """`decoder.decode(raw)`, or SchemaError: a failed decode is explained by classify_failure.
+
+    msgspec raises RecursionError, not DecodeError, for nesting past the interpreter's recursion
+    limit (a 4 KiB message can nest 4000 deep, also inside `extra`, which msgspec walks to skip);
+    that is `undecodable` too, so hostile bytes never raise anything but SchemaError.
+    """
+    try:
+        return decoder.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise classify_failure(raw, required, version, exc) from None
+    except RecursionError:
+        raise SchemaError(Reason.UNDECODABLE, _TOO_DEEP) from None
+
+
 def classify_failure(
     raw: bytes | bytearray | memoryview,
     required: Iterable[str],
@@ -68,6 +92,8 @@ def classify_failure(
         obj = _ANY_DECODER.decode(raw)
     except msgspec.DecodeError as exc:
         return SchemaError(Reason.UNDECODABLE, str(exc))
+    except RecursionError:
+        return SchemaError(Reason.UNDECODABLE, _TOO_DEEP)
     if not isinstance(obj, dict):
         return SchemaError(Reason.NOT_A_MAP, f"top level is {type(obj).__name__}, not a map")
     if "v" not in obj:

@@ -18,6 +18,12 @@ class Reason(StrEnum):
     BAD_VALUE = "bad_value"
     SELF_KILL = "self_kill"
     TS_OUT_OF_RANGE = "ts_out_of_range"
+    KEY_MISMATCH = "key_mismatch"
+    """Meaning check: the Kafka key is not the UTF-8 of the event's arena (kill_event.md)."""
+    ID_REUSED = "id_reused"
+    """Meaning check: an event id already counted with other content (kill_event.md)."""
+    CORRUPT_STATE = "corrupt_state"
+    """Not the message's fault: the Redis state it needs does not decode (docs/operations.md)."""
 
 
 class SchemaError(Exception):

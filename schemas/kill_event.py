@@ -6,7 +6,7 @@ from typing import Annotated, Final, Literal
 
 import msgspec
 
-from schemas._checks import check_ids, check_size, classify_failure, required_fields
+from schemas._checks import check_ids, check_size, decode_typed, required_fields
 from schemas._errors import Reason, SchemaError
 from schemas._limits import DEFAULT_LIMITS, MAX_ID_BYTES, Limits
 
@@ -76,10 +76,7 @@ def decode_kill_event(
 ) -> KillEvent:
     """Decode and validate one kill event; raise SchemaError with the reason otherwise."""
     check_size(raw)
-    try:
-        event = _DECODER.decode(raw)
-    except msgspec.DecodeError as exc:
-        raise classify_failure(raw, _REQUIRED, VERSION, exc) from None
+    event = decode_typed(_DECODER, raw, _REQUIRED, VERSION)
     extra = event.extra
     if extra is not msgspec.UNSET:
         is_map = _extra_is_map(extra)
@@ -105,6 +102,17 @@ def decode_kill_event(
             f"{now_ms + limits.max_future_ms}]",
         )
     return event
+
+
+def check_key(event: KillEvent, key: bytes | None) -> None:
+    """The Kafka key must be the UTF-8 of `event.arena` (a null key too is a mismatch).
+
+    The key picks the partition, and only one partition keeps an arena's events in order; an
+    event keyed otherwise would be rated beside, not after, its arena's earlier kills.
+    """
+    if key is None or key != event.arena.encode():
+        shown = None if key is None else key[:80]
+        raise SchemaError(Reason.KEY_MISMATCH, f"key {shown!r} is not arena {event.arena!r}")
 
 
 def encode_kill_event(event: KillEvent) -> bytes:

@@ -13,7 +13,7 @@ from schemas._checks import (
     check_finite,
     check_ids,
     check_size,
-    classify_failure,
+    decode_typed,
     required_fields,
     utf8_len_within,
 )
@@ -116,10 +116,7 @@ def rating_change(
 def decode_rating_change(raw: bytes | bytearray | memoryview) -> RatingChange:
     """Decode and validate one rating change; raise SchemaError with the reason otherwise."""
     check_size(raw)
-    try:
-        change = _DECODER.decode(raw)
-    except msgspec.DecodeError as exc:
-        raise classify_failure(raw, _REQUIRED, VERSION, exc) from None
+    change = decode_typed(_DECODER, raw, _REQUIRED, VERSION)
     check_ids(
         (("player", change.player), ("arena", change.arena), ("source_id", change.source_id)),
         MAX_ID_BYTES,

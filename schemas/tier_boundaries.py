@@ -14,7 +14,7 @@ import msgspec
 from schemas._checks import (
     check_finite,
     check_size,
-    classify_failure,
+    decode_typed,
     required_fields,
     utf8_len_within,
 )
@@ -106,10 +106,7 @@ def tier_boundaries(
 def decode_tier_boundaries(raw: bytes | bytearray | memoryview) -> TierBoundaries:
     """Decode and validate one tier-boundaries message; raise SchemaError otherwise."""
     check_size(raw)
-    try:
-        snap = _DECODER.decode(raw)
-    except msgspec.DecodeError as exc:
-        raise classify_failure(raw, _REQUIRED, VERSION, exc) from None
+    snap = decode_typed(_DECODER, raw, _REQUIRED, VERSION)
     if snap.version < 1 or snap.active_count < 0:
         raise SchemaError(Reason.BAD_VALUE, "version must be >= 1 and active_count >= 0")
     if snap.computed_at < 0:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 import redis
 
 from engine import TIER_LABELS, Snapshot, take_snapshot
 from redis_layout import Keys
-from tierjob._errors import PublishError
+from tierjob._errors import PublishError, StateError
 from tierjob.config import Config
 from tierjob.lease import Lease
 from tierjob.population import LeaseLost, Population, PopulationReader
@@ -38,6 +39,8 @@ class CalibrationResult:
     population: Population | None = None
     tier_counts: dict[str, int] = dataclasses.field(default_factory=dict)
     topic_error: str | None = None
+    corrupt_snapshot: str | None = None
+    """Why the previous snapshot did not decode (it was replaced by a fresh one), or None."""
     """Why the tier-boundaries message was not delivered (the Redis publish stands)."""
 
     def summary(self) -> dict[str, object]:
@@ -47,6 +50,7 @@ class CalibrationResult:
             "now_ms": self.now_ms,
             "duration_s": round(self.duration_s, 6),
             "lease_held": self.lease_held,
+            **({"corrupt_snapshot": self.corrupt_snapshot} if self.corrupt_snapshot else {}),
         }
         if self.snapshot is not None:
             s = self.snapshot
@@ -93,16 +97,29 @@ class Calibrator:
         """Calibrate at `now_ms` (default: the wall clock, as online calibration is defined)."""
         started = time.perf_counter()
         now = int(time.time() * 1000) if now_ms is None else now_ms
+        corrupt: str | None = None
 
         def result(outcome: Outcome, held: bool, **kw: object) -> CalibrationResult:
             duration = time.perf_counter() - started
-            return CalibrationResult(outcome, now, duration, held, **kw)  # type: ignore[arg-type]
+            return CalibrationResult(
+                outcome,
+                now,
+                duration,
+                held,
+                corrupt_snapshot=corrupt,
+                **kw,  # type: ignore[arg-type]
+            )
 
         if not self.lease.hold():
             return result("not_holder", False)
         params = self._config.params
+        previous: tuple[int, Snapshot | None] | None
         try:
-            previous = decode_snapshot(self._client.hgetall(self._keys.snapshot))
+            raw = self._client.hgetall(self._keys.snapshot)
+            try:
+                previous = decode_snapshot(raw)
+            except StateError as exc:
+                previous, corrupt = _replace_corrupt(raw, exc), str(exc)
             population = self._reader.read(now - params.active_ms)
             snapshot = take_snapshot(
                 now,
@@ -145,3 +162,13 @@ class Calibrator:
 
 def _text(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
+
+
+def _replace_corrupt(raw: Mapping[Any, Any], error: StateError) -> tuple[int, None]:
+    """A published snapshot that does not decode is replaced by a fresh one (no previous
+    boundaries to smooth from) at its version + 1, so that the corrupt hash does not stop every
+    later run; only an unreadable `version` stops it (the publish script compares versions)."""
+    try:
+        return int(raw.get(b"version", raw.get("version"))), None
+    except (TypeError, ValueError):
+        raise error from None

@@ -73,9 +73,16 @@ class Metrics:
             ["where"],
             registry=r,
         )
+        self.corrupt_state = Counter(
+            "adr_corrupt_state",
+            "Published snapshots that did not decode and were replaced (what=snapshot)",
+            ["what"],
+            registry=r,
+        )
 
     def observe(self, result: CalibrationResult) -> None:
         self.runs.labels(result.outcome).inc()
+        self.corrupt(result)
         self.lease_held.set(1 if result.lease_held else 0)
         if result.population is not None:
             self.expired.inc(result.population.expired)
@@ -95,6 +102,10 @@ class Metrics:
             self.tier_players.labels(label).set(result.tier_counts.get(label, 0))
         if result.topic_error is not None:
             self.errors.labels("topic_publish").inc()
+
+    def corrupt(self, result: CalibrationResult) -> None:
+        if result.corrupt_snapshot is not None:
+            self.corrupt_state.labels("snapshot").inc()
 
     def failed(self, where: str) -> None:
         """A run that raised: counted, and the lease is not known to be held."""

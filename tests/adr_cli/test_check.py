@@ -60,11 +60,14 @@ def test_only_valid_messages_exit_zero_and_the_window_follows_the_flags() -> Non
     rc, lines, err = _adr_check("--hex", "--now-ms", NOW, stdin=valid.encode())
     assert rc == 0, err
     assert {x["verdict"] for x in lines} == {"valid"}
-    # Two hours later, the same events are too old for the default window, not for a wider one.
-    later = str(DOC["now_ms"] + 2 * 3_600_000)
+    # Eight days later, the same events are too old for the default window (the oldest is then
+    # 15 days old), not for a 16-day one.
+    later = str(DOC["now_ms"] + 8 * 86_400_000)
     rc, lines, _ = _adr_check("--hex", "--now-ms", later, stdin=valid.encode())
     assert rc == 1 and {x["reason"] for x in lines} == {"ts_out_of_range"}
-    rc, _, _ = _adr_check("--hex", "--now-ms", later, "--max-age-s", "10800", stdin=valid.encode())
+    rc, _, _ = _adr_check(
+        "--hex", "--now-ms", later, "--max-age-s", str(16 * 86_400), stdin=valid.encode()
+    )
     assert rc == 0
 
 

@@ -146,7 +146,10 @@ def test_a_cooldown_key_lives_until_every_partition_watermark_is_past_it(
 
     def event(i: int, a: str, b: str, ts: int, partition: int) -> Accepted:
         return Accepted(
-            partition, i, kill_event(id=f"e{i}", arena="x", attacker=a, victim=b, ts=ts)
+            # ids unique across partitions: a reused id would be dead-lettered (id_reused)
+            partition,
+            i,
+            kill_event(id=f"e{partition}-{i}", arena="x", attacker=a, victim=b, ts=ts),
         )
 
     _write(store, keys, params, [event(0, "a", "b", t0, partition=0)])
