@@ -93,6 +93,7 @@ def rate_batch(
     """Apply `events` in order on top of `view`; `batch_offsets` = partition -> next offset."""
     plan = Plan()
     states: dict[str, PlayerState] = {}
+    vers: dict[str, int] = {}  # player -> ver after its latest change so far (= that change's seq)
     cooldowns = dict(view.cooldowns)
     touched_pairs: dict[str, int] = {}
     total = view.sigma_units_total
@@ -133,6 +134,7 @@ def rate_batch(
             ("victim", b, outcome.victim, ev.victim),
         )
         for role, old, new, player in roles:
+            seq = vers[player] = vers.get(player, view.players[player][1]) + 1
             change = rating_change(
                 player=player,
                 role=role,
@@ -144,10 +146,11 @@ def rate_batch(
                 sigma_after=new.sigma,
                 tier_before=tier_label(old.tier) or None,
                 tier_after=tier_label(new.tier) or None,
+                seq=seq,
             )
             plan.outbox.append((player, encode_rating_change(change)))
 
-    _plan_players(plan, states, view, params)
+    _plan_players(plan, states, vers, view, params)
     plan.count_delta = count - view.player_count
     plan.cooldowns = list(touched_pairs.items())
     for partition, next_offset in batch_offsets.items():
@@ -157,17 +160,25 @@ def rate_batch(
     return plan
 
 
-def _plan_players(plan: Plan, states: dict[str, PlayerState], view: View, params: Params) -> None:
+def _plan_players(
+    plan: Plan,
+    states: dict[str, PlayerState],
+    vers: dict[str, int],
+    view: View,
+    params: Params,
+) -> None:
     """Hashes (ranks and activity follow from them), tier counts and σ-limb deltas of every
-    player the batch changed."""
+    player the batch changed. A player's new ver is the seq of its last rating change: ver counts
+    the player's changes, so each change's seq is the ver right after it."""
     tier_counts: Counter[str] = Counter()
     out = plan.players
     for player, state in states.items():
         old, ver = view.players[player]
         if old is state:
             continue  # read for the batch but its only events were duplicates
-        plan.states[player] = (state, ver + 1)
-        out += (player, str(ver), str(ver + 1))
+        new_ver = vers[player]
+        plan.states[player] = (state, new_ver)
+        out += (player, str(ver), str(new_ver))
         out += script_values(state)
         since = activity_time(state, params)
         if since is None:

@@ -24,7 +24,8 @@ FIELDS: Final = (
     "recent",
     "ver",
 )
-"""The hash's fields, in the order HMGET returns them; `ver` counts writes (compare-and-set)."""
+"""The hash's fields, in the order HMGET returns them; `ver` counts the player's rating changes
+(compare-and-set; it is the `seq` of the latest one, schemas/rating_change.md)."""
 
 _TIER_BY_LABEL: Final = {label.encode(): k for k, label in enumerate(TIER_LABELS, start=1)}
 _LABEL_BY_TIER: Final = ("", *TIER_LABELS)

@@ -78,6 +78,8 @@ class Pipeline:
             config.relay_batch,
             config.outbox_claim_idle_ms,
             self.metrics,
+            config.relay_max_in_flight,
+            config.relay_pump_ms / 1000,
         )
         self.assigned: set[int] = set()
         self.positions: dict[int, int] = {}
