@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import Counter
+from collections.abc import Container
 from typing import Final
 
 import msgspec
@@ -81,6 +82,11 @@ class Plan:
     duplicates: int = 0
     already_applied: int = 0
     counted_ts: list[int] = dataclasses.field(default_factory=list)
+    pool_full: list[Accepted] = dataclasses.field(default_factory=list)
+    """Events refused because they would grow the pool past `max_players` (dead-lettered with
+    reason `pool_full` before the write; nothing of them is written)."""
+    player_count: int = 0
+    """P once the write has run (tracked players of the pool)."""
 
 
 def rate_batch(
@@ -89,8 +95,14 @@ def rate_batch(
     view: View,
     keys: Keys,
     params: Params,
+    max_players: int | None = None,
+    refused: Container[tuple[int, int]] = (),
 ) -> Plan:
-    """Apply `events` in order on top of `view`; `batch_offsets` = partition -> next offset."""
+    """Apply `events` in order on top of `view`; `batch_offsets` = partition -> next offset.
+
+    An event that would add players beyond `max_players` (None: no limit) is refused, and so is
+    every event at a (partition, offset) in `refused` (already dead-lettered by an earlier
+    attempt at this batch: a refusal stands, whatever a re-read shows)."""
     plan = Plan()
     states: dict[str, PlayerState] = {}
     vers: dict[str, int] = {}  # player -> ver after its latest change so far (= that change's seq)
@@ -105,6 +117,12 @@ def rate_batch(
             plan.already_applied += 1  # another instance applied it first (rebalance)
             continue
         ev = item.event
+        if (item.partition, item.offset) in refused or (
+            max_players is not None
+            and count + _joining(ev.attacker, ev.victim, states, view) > max_players
+        ):
+            plan.pool_full.append(item)
+            continue
         pair = keys.cooldown(ev.attacker, ev.victim)
         if is_duplicate(cooldowns.get(pair), ev.ts, params):  # §2.1
             plan.duplicates += 1
@@ -152,12 +170,18 @@ def rate_batch(
 
     _plan_players(plan, states, vers, view, params)
     plan.count_delta = count - view.player_count
+    plan.player_count = count
     plan.cooldowns = list(touched_pairs.items())
     for partition, next_offset in batch_offsets.items():
         stored = view.offsets.get(partition)
         plan.offset_checks.append((partition, stored))
         plan.offsets.append((partition, max(next_offset, stored or 0)))
     return plan
+
+
+def _joining(attacker: str, victim: str, states: dict[str, PlayerState], view: View) -> int:
+    """How many of the two players an event would add to the pool."""
+    return sum(1 for p in (attacker, victim) if p not in states and view.players[p][0] is None)
 
 
 def _plan_players(

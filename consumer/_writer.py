@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
-from consumer._batch import Accepted, Plan, rate_batch
+from consumer._batch import Accepted, Plan, View, rate_batch
 from consumer._cache import Overlay, StateCache
 from consumer._keys import Keys
 from consumer._metrics import Metrics
@@ -26,7 +27,17 @@ log = logging.getLogger("adr.consumer")
 class Batch:
     """The decoded events of one batch and what its write must record."""
 
-    __slots__ = ("accepted", "next_offsets", "pairs", "partitions", "players", "size", "started")
+    __slots__ = (
+        "accepted",
+        "next_offsets",
+        "pairs",
+        "partitions",
+        "players",
+        "refused",
+        "size",
+        "sources",
+        "started",
+    )
 
     def __init__(
         self,
@@ -35,6 +46,7 @@ class Batch:
         size: int,
         started: float,
         keys: Keys,
+        sources: Mapping[tuple[int, int], object] | None = None,
     ) -> None:
         events = [a.event for a in accepted]
         self.accepted = accepted
@@ -44,6 +56,10 @@ class Batch:
         self.partitions = list(next_offsets)
         self.size = size
         self.started = started
+        self.sources = sources or {}
+        """(partition, offset) -> the Kafka message, for a refusal's dead letter."""
+        self.refused: set[tuple[int, int]] = set()
+        """(partition, offset) of the events refused (`pool_full`) and dead-lettered so far."""
 
 
 class Ready(NamedTuple):
@@ -65,7 +81,11 @@ class Writer:
         max_age_ms: int,
         metrics: Metrics,
         retry: RedisRetry,
+        max_players: int | None = None,
+        on_refused: Callable[[Batch, list[Accepted]], None] = lambda _b, _r: None,
     ) -> None:
+        """`on_refused(batch, events)` dead-letters events refused with `pool_full`; it runs
+        before any write of a plan that leaves them out, and once per event."""
         self._store = store
         self._cache = cache
         self._keys = keys
@@ -73,13 +93,32 @@ class Writer:
         self._max_age_ms = max_age_ms
         self._metrics = metrics
         self._retry = retry
+        self._max_players = max_players
+        self._on_refused = on_refused
 
     def rate(self, batch: Batch) -> Plan:
         """Dedup and rate `batch` on a fresh read (players in the cache are not read)."""
         view = self._store.read_view(
             batch.players, batch.pairs, batch.partitions, self._cache.entries
         )
-        return rate_batch(batch.accepted, batch.next_offsets, view, self._keys, self._params)
+        return self._rate(batch, view)
+
+    def _rate(self, batch: Batch, view: View) -> Plan:
+        """rate_batch, then the dead letters of what it refused (before the plan is written)."""
+        plan = rate_batch(
+            batch.accepted,
+            batch.next_offsets,
+            view,
+            self._keys,
+            self._params,
+            self._max_players,
+            batch.refused,
+        )
+        new = [a for a in plan.pool_full if (a.partition, a.offset) not in batch.refused]
+        if new:
+            self._on_refused(batch, new)
+            batch.refused.update((a.partition, a.offset) for a in new)
+        return plan
 
     def rate_behind(self, batch: Batch, ahead: Ready) -> tuple[Plan | None, Plan]:
         """Send `ahead`'s write right behind `batch`'s read, rate `batch` on top of what the
@@ -107,7 +146,7 @@ class Writer:
         view.offsets.update(plan.offsets)
         view.player_count += plan.count_delta
         view.sigma_units_total += (plan.sigma_hi_delta << 32) + plan.sigma_lo_delta
-        mine = rate_batch(batch.accepted, batch.next_offsets, view, self._keys, self._params)
+        mine = self._rate(batch, view)
         if self._wait(ahead, write):
             return mine, plan
         return None, self.write(ahead.batch, None)

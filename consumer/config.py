@@ -48,6 +48,9 @@ class Config:
     """How long one pump may wait on a full producer queue before the loop goes on."""
     state_cache_players: int = 200_000
     """Player states kept in memory between batches (0: read every player each batch)."""
+    max_players: int = 10_000_000
+    """Players the rating pool may hold; an event that would add one beyond it is dead-lettered
+    (`pool_full`). Size Redis for it: docs/operations.md, "Redis sizing"."""
     outbox_claim_idle_ms: int = 10_000
     """An outbox entry read by a relay that then died is re-sent after this long."""
     backoff_initial_s: float = 0.1
@@ -63,6 +66,8 @@ class Config:
             raise ConsumerError("batch sizes must be >= 1")
         if self.relay_pump_ms < 0:
             raise ConsumerError("relay_pump_ms must be >= 0")
+        if self.max_players < 1:
+            raise ConsumerError("max_players must be >= 1")
         if self.state_cache_players < 0:
             raise ConsumerError("state_cache_players must be >= 0")
         if self.batch_wait_ms < 0 or self.max_age_ms < 0 or self.max_future_ms < 0:
@@ -94,6 +99,7 @@ _ENV: dict[str, tuple[str, type]] = {
     "relay_pump_ms": ("ADR_RELAY_PUMP_MS", int),
     "state_cache_players": ("ADR_STATE_CACHE_PLAYERS", int),
     "outbox_claim_idle_ms": ("ADR_OUTBOX_CLAIM_IDLE_MS", int),
+    "max_players": ("ADR_MAX_PLAYERS", int),
     "instance_id": ("ADR_INSTANCE_ID", str),
 }
 

@@ -45,6 +45,8 @@ log = logging.getLogger("adr.consumer")
 
 _LAG_EVERY_S: Final = 1.0
 _DRAIN_TIMEOUT_S: Final = 30.0
+POOL_FULL: Final = "pool_full"
+"""Dead-letter reason of an event that would add players beyond `max_players`."""
 
 
 class Pipeline:
@@ -63,8 +65,17 @@ class Pipeline:
         self.store = Store(self.redis, self.keys, config.topic, params)
         self.cache = StateCache(config.state_cache_players)
         self.writer = Writer(
-            self.store, self.cache, self.keys, params, config.max_age_ms, self.metrics, self._retry
+            self.store,
+            self.cache,
+            self.keys,
+            params,
+            config.max_age_ms,
+            self.metrics,
+            self._retry,
+            config.max_players,
+            self._refuse,
         )
+        self.metrics.pool_max_players.set(config.max_players)
         self._ready: Ready | None = None
         self._fatal = False
         self.kafka = new_consumer(config, self._on_kafka_error)
@@ -183,7 +194,8 @@ class Pipeline:
         accepted, rejected = self._decode(good)
         self._dead_letter(rejected)
         next_offsets = {cast(int, m.partition()): cast(int, m.offset()) + 1 for m in good}
-        batch = Batch(accepted, next_offsets, len(good), started, self.keys)
+        sources = {(cast(int, m.partition()), cast(int, m.offset())): m for m in good}
+        batch = Batch(accepted, next_offsets, len(good), started, self.keys, sources)
         ahead, self._ready = self._ready, None
         plan = None
         if ahead is not None:
@@ -271,6 +283,18 @@ class Pipeline:
                 "dead-letter topic not reachable, retrying", extra={"pending": len(self.producer)}
             )
 
+    def _refuse(self, batch: Batch, refused: list[Accepted]) -> None:
+        """Events that would grow the pool past `max_players`: dead letters (`pool_full`), sent
+        and confirmed before the write that moves the offsets past them."""
+        sources = batch.sources
+        self._dead_letter(
+            [(cast(Message, sources[a.partition, a.offset]), POOL_FULL) for a in refused]
+        )
+        log.warning(
+            "rating pool full, events dead-lettered",
+            extra={"events": len(refused), "max_players": self.config.max_players},
+        )
+
     def _commit(self, next_offsets: dict[int, int]) -> None:
         """Kafka's group offsets follow Redis (for lag dashboards); Redis stays the truth."""
         tps = [TopicPartition(self.config.topic, p, o) for p, o in next_offsets.items()]
@@ -287,6 +311,7 @@ class Pipeline:
         m.duplicate.inc(plan.duplicates)
         m.batch_size.observe(size)
         m.batch_duration.observe(time.perf_counter() - started)
+        m.pool_players.set(plan.player_count)
         now_ms = time.time_ns() // 1_000_000
         observe = m.event_to_commit.observe
         for ts in plan.counted_ts:
