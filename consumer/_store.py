@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import importlib.resources
 import inspect
-import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
 
@@ -18,6 +17,8 @@ from consumer._errors import ConsumerError
 from consumer._keys import Keys
 from consumer._redis_codec import FIELDS, decode_player
 from engine import Params, PlayerState, Snapshot, initial_snapshot
+from tierjob._errors import StateError
+from tierjob.snapshot_codec import decode_snapshot
 
 _SCRIPTS: Final = importlib.resources.files("consumer")
 _WRITE: Final = _SCRIPTS.joinpath("_apply.lua").read_text()
@@ -33,8 +34,6 @@ _COMMAND_NAME: Final = (
 _MSGPACK: Final = msgspec.msgpack.Encoder()
 """The write's players section (one msgpack array) and its outbox entry (`m` = msgpack array of
 [player, rating-change bytes] pairs)."""
-_SNAPSHOT_FIELDS: Final = ("version", "computed_at", "active_count", "mean_mu_active", "boundaries")
-_BOUNDARY_COUNT: Final = 14
 
 
 class Conflict(Exception):
@@ -48,13 +47,24 @@ class Conflict(Exception):
 class Store:
     """Reads and the atomic write of one rating pool (namespace) for one source topic."""
 
-    def __init__(self, client: redis.Redis, keys: Keys, topic: str, params: Params) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        keys: Keys,
+        topic: str,
+        params: Params,
+        on_bad_snapshot: Callable[[StateError], None] | None = None,
+    ) -> None:
+        """`on_bad_snapshot(error)`: a published snapshot fails the checks of the one snapshot
+        codec (tierjob/snapshot_codec.py); the batch is rated with the last good one and the hash
+        is read again at the next batch. Without it the error is raised."""
         self._r = client
         self._keys = keys
         self._params = params
         self._offsets_key = keys.offsets(topic)
         self._snapshot_version: bytes | None = None
         self._snapshot = initial_snapshot(params)
+        self._on_bad_snapshot = on_bad_snapshot
 
     def read_offsets(self, partitions: list[int]) -> dict[int, int | None]:
         """partition -> next offset to apply, as stored with the state."""
@@ -102,11 +112,16 @@ class Store:
     def _current_snapshot(self, version: bytes | None) -> Snapshot:
         """The latest published snapshot; re-read in full only when its version changed."""
         if version != self._snapshot_version:
-            values: Any = self._r.hmget(self._keys.snapshot, _SNAPSHOT_FIELDS)
-            self._snapshot = (
-                initial_snapshot(self._params) if values[0] is None else parse_snapshot(values)
-            )
-            self._snapshot_version = values[0]
+            fields: Any = self._r.hgetall(self._keys.snapshot)
+            try:
+                decoded = decode_snapshot(fields)
+            except StateError as exc:
+                if self._on_bad_snapshot is None:
+                    raise
+                self._on_bad_snapshot(exc)
+                return self._snapshot  # the last good one; read again next batch
+            self._snapshot = initial_snapshot(self._params) if decoded is None else decoded[1]
+            self._snapshot_version = version
         return self._snapshot
 
     def write(self, plan: Plan, cooldown_ms: int, max_age_ms: int) -> None:
@@ -308,24 +323,3 @@ def _flat(pairs: object) -> list[object]:
     for item in pairs:  # type: ignore[attr-defined]
         out.extend(item)
     return out
-
-
-def parse_snapshot(values: list[bytes | None]) -> Snapshot:
-    """A Snapshot from HMGET `{ns}:snapshot` version computed_at active_count mean_mu_active
-    boundaries (boundaries: a JSON array of 14 floats, or empty for none)."""
-    _version, computed_at, active_count, mean_mu, boundaries = values
-    if mean_mu is None:
-        raise ConsumerError("snapshot hash lacks mean_mu_active")
-    parsed: tuple[float, ...] | None = None
-    text = (boundaries or b"").decode().strip()
-    if text and text != "null":
-        items = json.loads(text) if text.startswith("[") else text.replace(",", " ").split()
-        parsed = tuple(float(x) for x in items)
-        if len(parsed) != _BOUNDARY_COUNT:
-            raise ConsumerError(f"snapshot has {len(parsed)} boundaries, want {_BOUNDARY_COUNT}")
-    return Snapshot(
-        taken_at=int(computed_at) if computed_at else None,
-        mean_mu_active=float(mean_mu),
-        boundaries=parsed,
-        active_count=int(active_count or 0),
-    )

@@ -62,7 +62,7 @@ class Pipeline:
             config.redis_url, socket_timeout=10, socket_connect_timeout=5, health_check_interval=5
         )
         self._retry = RedisRetry(self.metrics, config.backoff_initial_s, config.backoff_max_s)
-        self.store = Store(self.redis, self.keys, config.topic, params)
+        self.store = Store(self.redis, self.keys, config.topic, params, self._bad_snapshot)
         self.cache = StateCache(config.state_cache_players)
         self.writer = Writer(
             self.store,
@@ -282,6 +282,14 @@ class Pipeline:
             log.warning(
                 "dead-letter topic not reachable, retrying", extra={"pending": len(self.producer)}
             )
+
+    def _bad_snapshot(self, exc: Exception) -> None:
+        """A published snapshot the snapshot codec rejects: rate with the last good one (read
+        again every batch until a good one is published), counted and logged."""
+        self.metrics.swallowed.labels("snapshot").inc()
+        log.error(
+            "published snapshot unreadable, keeping the last good one", extra={"error": str(exc)}
+        )
 
     def _refuse(self, batch: Batch, refused: list[Accepted]) -> None:
         """Events that would grow the pool past `max_players`: dead letters (`pool_full`), sent
