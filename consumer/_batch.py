@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from collections import Counter
+from collections.abc import Container
 from typing import Final
 
 import msgspec
@@ -104,6 +105,11 @@ class Plan:
     engine could not rate its stored states). Dead-lettered before this plan is written."""
     unratable: int = 0
     """Of those, events the engine raised on (counted as adr_corrupt_state_total{what=rating})."""
+    pool_full: list[Accepted] = dataclasses.field(default_factory=list)
+    """Events refused because they would grow the pool past `max_players` (dead-lettered with
+    reason `pool_full` before the write; nothing of them is written)."""
+    player_count: int = 0
+    """P once the write has run (tracked players of the pool)."""
 
 
 def rate_batch(
@@ -113,15 +119,21 @@ def rate_batch(
     keys: Keys,
     params: Params,
     lateness_ms: int = DEFAULT_LATENESS_MS,
+    max_players: int | None = None,
+    refused: Container[tuple[int, int]] = (),
 ) -> Plan:
     """Apply `events` in order on top of `view`; `batch_offsets` = partition -> next offset.
 
     Lateness is the engine's, by event time per partition: an event older than the largest time
     accepted on its partition minus `lateness_ms` is late (counted, not rated); every other
     event moves that watermark, duplicates included (engine.RatingBook.apply).
-    """
+
+    An event that would add players beyond `max_players` (None: no limit) is refused, and so is
+    every event at a (partition, offset) in `refused` (already dead-lettered by an earlier
+    attempt at this batch: a refusal stands, whatever a re-read shows)."""
     plan = Plan()
     states: dict[str, PlayerState] = {}
+    vers: dict[str, int] = {}  # player -> ver after its latest change so far (= that change's seq)
     watermarks = dict(view.watermarks)
     cooldowns = dict(view.cooldowns)
     ids = dict(view.event_ids)
@@ -143,6 +155,12 @@ def rate_batch(
         corrupt = view.corrupt  # a dead-lettered event changes nothing, not even the watermark
         if corrupt and (ev.attacker in corrupt or ev.victim in corrupt or pair in corrupt):
             plan.rejected.append((item, "corrupt_state"))
+            continue
+        if (item.partition, item.offset) in refused or (
+            max_players is not None
+            and count + _joining(ev.attacker, ev.victim, states, view) > max_players
+        ):
+            plan.pool_full.append(item)
             continue
         id_key = keys.event_id(ev.id)
         seen = ids.get(id_key)
@@ -193,6 +211,7 @@ def rate_batch(
             ("victim", b, outcome.victim, ev.victim),
         )
         for role, old, new, player in roles:
+            seq = vers[player] = vers.get(player, view.players[player][1]) + 1
             change = rating_change(
                 player=player,
                 role=role,
@@ -204,11 +223,13 @@ def rate_batch(
                 sigma_after=new.sigma,
                 tier_before=tier_label(old.tier) or None,
                 tier_after=tier_label(new.tier) or None,
+                seq=seq,
             )
             plan.outbox.append((player, encode_rating_change(change)))
 
-    _plan_players(plan, states, view, params)
+    _plan_players(plan, states, vers, view, params)
     plan.count_delta = count - view.player_count
+    plan.player_count = count
     plan.cooldowns = list(touched_pairs.items())
     plan.watermarks = [
         (p, w) for p, w in watermarks.items() if w is not None and w != view.watermarks.get(p)
@@ -227,17 +248,30 @@ def content_digest(ev: KillEvent) -> bytes:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest().encode()
 
 
-def _plan_players(plan: Plan, states: dict[str, PlayerState], view: View, params: Params) -> None:
+def _joining(attacker: str, victim: str, states: dict[str, PlayerState], view: View) -> int:
+    """How many of the two players an event would add to the pool."""
+    return sum(1 for p in (attacker, victim) if p not in states and view.players[p][0] is None)
+
+
+def _plan_players(
+    plan: Plan,
+    states: dict[str, PlayerState],
+    vers: dict[str, int],
+    view: View,
+    params: Params,
+) -> None:
     """Hashes (ranks and activity follow from them), tier counts and σ-limb deltas of every
-    player the batch changed."""
+    player the batch changed. A player's new ver is the seq of its last rating change: ver counts
+    the player's changes, so each change's seq is the ver right after it."""
     tier_counts: Counter[str] = Counter()
     out = plan.players
     for player, state in states.items():
         old, ver = view.players[player]
         if old is state:
             continue  # read for the batch but its only events were duplicates
-        plan.states[player] = (state, ver + 1)
-        out += (player, str(ver), str(ver + 1))
+        new_ver = vers[player]
+        plan.states[player] = (state, new_ver)
+        out += (player, str(ver), str(new_ver))
         out += script_values(state)
         since = activity_time(state, params)
         if since is None:

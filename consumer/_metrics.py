@@ -75,6 +75,16 @@ class Metrics:
         self.outbox_backlog = Gauge(
             "adr_outbox_backlog", "outbox entries (one per batch) not yet relayed", registry=r
         )
+        self.pool_players = Gauge(
+            "adr_pool_players",
+            "tracked players of the rating pool (P) after the last batch",
+            registry=r,
+        )
+        self.pool_max_players = Gauge(
+            "adr_pool_max_players",
+            "max_players: events that would add players beyond it are dead-lettered (pool_full)",
+            registry=r,
+        )
         self.rebalances = Counter("adr_rebalances", "partition assignments", registry=r)
         self.partition_held = Gauge(
             "adr_partition_held",

@@ -26,7 +26,8 @@ FIELDS: Final = (
     "recent",
     "ver",
 )
-"""The hash's fields, in the order HMGET returns them; `ver` counts writes (compare-and-set)."""
+"""The hash's fields, in the order HMGET returns them; `ver` counts the player's rating changes
+(compare-and-set; it is the `seq` of the latest one, schemas/rating_change.md)."""
 
 _LABEL_BY_TIER: Final = tuple(tier_label(k) for k in range(len(TIER_LABELS) + 1))
 _TIER_BY_LABEL: Final = {label.encode(): tier_of_label(label) for label in TIER_LABELS}

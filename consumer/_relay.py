@@ -5,10 +5,20 @@ Entries are read through a Redis stream consumer group, so instances sharing a n
 send the same entry twice while alive. An entry is XACKed and XDELed only after Kafka confirmed
 every message of it; an entry read by an instance that then died is claimed by another after
 `claim_idle_ms` and sent again: the only way a duplicate (same `id`) reaches `rating-changes`.
+
+While an entry waits for the broker (sent, not yet confirmed: "in flight") its owner keeps it
+fresh in the group (XCLAIM ... JUSTID resets its idle time) and never claims it again itself, so
+a slow or blocked broker delays rating changes but never duplicates them. An entry whose delivery
+failed leaves the in-flight set and is claimed again (by anyone) after `claim_idle_ms`.
+
+Each `pump` is bounded: it takes at most `max_entries` entries, none while `max_in_flight`
+messages wait for the broker, and stops producing after `pump_s` (a full local queue, a down
+broker); what it read and has not produced yet is produced by the next pumps, in order.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 import time
 from typing import Any, Final
@@ -18,22 +28,24 @@ import redis
 from confluent_kafka import KafkaError, Message, Producer
 
 from consumer._metrics import Metrics
-from runtime.kafka_produce import produce_waiting
 
 GROUP: Final = "relay"
 _ENTRY: Final = msgspec.msgpack.Decoder(list[tuple[str, bytes]])
 _ACK_CHUNK: Final = 1000
+_QUEUE_FULL_POLL_S: Final = 0.05
 log = logging.getLogger("adr.consumer.relay")
 
 
 class _Entry:
     """Delivery bookkeeping of one outbox entry."""
 
-    __slots__ = ("entry_id", "failed", "pending")
+    __slots__ = ("entry_id", "failed", "messages", "pending", "sent")
 
-    def __init__(self, entry_id: bytes, pending: int) -> None:
+    def __init__(self, entry_id: bytes, messages: list[tuple[str, bytes]]) -> None:
         self.entry_id = entry_id
-        self.pending = pending
+        self.messages = messages
+        self.sent = 0  # messages handed to the producer so far
+        self.pending = len(messages)  # messages without a delivery report
         self.failed = False
 
 
@@ -45,9 +57,11 @@ class Relay:
         stream: str,
         topic: str,
         consumer_name: str,
-        batch: int,
+        max_entries: int,
         claim_idle_ms: int,
         metrics: Metrics,
+        max_in_flight: int = 100_000,
+        pump_s: float = 0.5,
     ) -> None:
         self._r = client
         self._producer = producer
@@ -55,22 +69,36 @@ class Relay:
         self._quarantine_stream = stream + ":quarantine"
         self._topic = topic
         self._name = consumer_name
-        self._batch = batch
+        self._max_entries = max_entries
         self._claim_idle_ms = claim_idle_ms
         self._metrics = metrics
+        self._max_in_flight = max_in_flight
+        self._pump_s = pump_s
         self._done: list[bytes] = []
-        self._in_flight = 0
+        self._in_flight = 0  # messages produced, no delivery report yet
+        self._mine: dict[bytes, _Entry] = {}  # entries read and not yet confirmed or failed
+        self._unsent: collections.deque[_Entry] = collections.deque()  # read, not all produced
         self._next_claim = 0.0
+        self._claim_from = "0-0"
         self._group_ready = False
 
     def use_producer(self, producer: Producer) -> None:
-        """Switch to a new producer; what the old one did not confirm is claimed again later."""
+        """Switch to a new producer; what the old one did not confirm is claimed again later
+        (the one case besides a crash that may send an entry twice)."""
         self._producer = producer
         self._in_flight = 0
+        self._mine.clear()
+        self._unsent.clear()
+
+    @property
+    def in_flight(self) -> int:
+        """Rating changes handed to the producer and not yet confirmed by the broker."""
+        return self._in_flight
 
     def pump(self) -> int:
-        """Acknowledge what Kafka confirmed and read what the outbox holds, in one round trip,
-        then send it; returns the entries sent."""
+        """Acknowledge what Kafka confirmed, keep this relay's unconfirmed entries its own, claim
+        entries abandoned by others, read new ones (as room allows), then produce for at most
+        `pump_s`; returns the entries taken."""
         self._producer.poll(0)
         if not self._group_ready:
             try:
@@ -86,12 +114,12 @@ class Relay:
         claiming = now >= self._next_claim
         if claiming:
             self._next_claim = now + self._claim_idle_ms / 2000
-            pipe.xautoclaim(
-                self._stream, GROUP, self._name, self._claim_idle_ms, "0-0", count=self._batch
-            )
-        pipe.xreadgroup(GROUP, self._name, {self._stream: ">"}, count=self._batch)
+            self._queue_keep_mine(pipe)
+        room = self._room()
+        if room > 0:
+            pipe.xreadgroup(GROUP, self._name, {self._stream: ">"}, count=room)
         try:
-            replies: list[Any] = pipe.execute(raise_on_error=False)
+            replies: list[Any] = pipe.execute(raise_on_error=False) if len(pipe) else []
         except redis.RedisError:
             self._done = acked + self._done  # acknowledged on the next try
             raise
@@ -102,20 +130,15 @@ class Relay:
         if failed:
             self._done = acked + self._done
             raise failed[0]
-        entries: list[tuple[bytes, dict[bytes, bytes]]] = []
-        if claiming:
-            entries.extend(e for e in replies[-2][1] if e[1])
-        for _stream, items in replies[-1] or []:
-            entries.extend(items)
-        for entry_id, fields in entries:
-            try:
-                messages = _ENTRY.decode(fields[b"m"])
-            except (KeyError, msgspec.DecodeError, RecursionError) as exc:
-                self._quarantine(entry_id, fields, f"{type(exc).__name__}: {exc}")
-                continue
-            self._send(entry_id, messages)
+        taken = 0
+        if room > 0:
+            for _stream, items in replies[-1] or []:
+                taken += self._take(items)
+        if claiming and self._room() > 0:
+            taken += self._claim_abandoned(self._room())
+        self._produce(time.monotonic() + self._pump_s)
         self._producer.poll(0)
-        return len(entries)
+        return taken
 
     def _quarantine(self, entry_id: bytes, fields: dict[bytes, bytes], error: str) -> None:
         """Move an entry that does not decode to the quarantine stream, in one transaction: kept
@@ -132,9 +155,70 @@ class Relay:
             extra={"entry": entry_id.decode(), "to": self._quarantine_stream, "error": error},
         )
 
-    def _send(self, entry_id: bytes, messages: list[tuple[str, bytes]]) -> None:
-        entry = _Entry(entry_id, len(messages))
+    def _room(self) -> int:
+        """How many more entries may be taken: none while `max_in_flight` messages wait for the
+        broker, and at most `max_entries` read and not yet produced."""
+        if self._in_flight >= self._max_in_flight:
+            return 0
+        return max(0, self._max_entries - len(self._unsent))
 
+    def _queue_keep_mine(self, pipe: Any) -> None:
+        """Reset the idle time of this relay's in-flight entries, so that no one (this relay
+        included) claims them while the broker is merely slow."""
+        ids = list(self._mine)
+        for i in range(0, len(ids), _ACK_CHUNK):
+            pipe.xclaim(self._stream, GROUP, self._name, 0, ids[i : i + _ACK_CHUNK], justid=True)
+
+    def _claim_abandoned(self, count: int) -> int:
+        """Claim entries idle for `claim_idle_ms` (their reader died, or their delivery failed);
+        skip this relay's own in-flight entries, which it is still sending."""
+        reply: Any = self._r.xautoclaim(
+            self._stream, GROUP, self._name, self._claim_idle_ms, self._claim_from, count=count
+        )
+        cursor, items = reply[0], reply[1]
+        self._claim_from = cursor.decode() if isinstance(cursor, bytes) else str(cursor)
+        return self._take([e for e in items if e[1] and e[0] not in self._mine])
+
+    def _take(self, items: list[tuple[bytes, dict[bytes, bytes]]]) -> int:
+        for entry_id, fields in items:
+            try:
+                messages = _ENTRY.decode(fields[b"m"])
+            except (KeyError, msgspec.DecodeError, RecursionError) as exc:
+                self._quarantine(entry_id, fields, f"{type(exc).__name__}: {exc}")
+                continue
+            entry = _Entry(entry_id, messages)
+            self._mine[entry_id] = entry
+            if entry.messages:
+                self._unsent.append(entry)
+            else:
+                del self._mine[entry_id]
+                self._done.append(entry_id)
+        return len(items)
+
+    def _produce(self, deadline: float) -> None:
+        """Hand the unsent messages to the producer, in order, until done or `deadline` (a full
+        local queue: the broker is slow or down)."""
+        while self._unsent:
+            entry = self._unsent[0]
+            delivered = self._on_delivery(entry)
+            messages = entry.messages
+            while entry.sent < len(messages):
+                player, value = messages[entry.sent]
+                try:
+                    self._producer.produce(
+                        self._topic, value=value, key=player, on_delivery=delivered
+                    )
+                except BufferError:
+                    if time.monotonic() >= deadline:
+                        return  # the next pump goes on from here
+                    self._producer.poll(_QUEUE_FULL_POLL_S)  # let deliveries drain
+                    self._metrics.tick()  # bounded by the deadline: not a stall
+                    continue
+                entry.sent += 1
+                self._in_flight += 1
+            self._unsent.popleft()
+
+    def _on_delivery(self, entry: _Entry) -> Any:
         def delivered(err: KafkaError | None, _msg: Message) -> None:
             self._in_flight -= 1
             entry.pending -= 1
@@ -142,12 +226,13 @@ class Relay:
                 entry.failed = True  # stays pending in the group: claimed and re-sent later
                 self._metrics.swallowed.labels("relay_delivery").inc()
                 log.warning("rating change not delivered", extra={"error": str(err)})
-            if entry.pending == 0 and not entry.failed:
-                self._done.append(entry.entry_id)
+            if entry.pending == 0:
+                if self._mine.get(entry.entry_id) is entry:
+                    del self._mine[entry.entry_id]
+                if not entry.failed:
+                    self._done.append(entry.entry_id)
 
-        for player, value in messages:
-            produce_waiting(self._producer, self._topic, value, player, on_delivery=delivered)
-            self._in_flight += 1
+        return delivered
 
     def _queue_acknowledge(self, pipe: Any, ids: list[bytes]) -> None:
         for i in range(0, len(ids), _ACK_CHUNK):
@@ -168,10 +253,13 @@ class Relay:
             raise
 
     def drain(self, timeout_s: float) -> None:
-        """Wait for Kafka to confirm everything sent, then acknowledge it."""
+        """Produce what was read, wait for Kafka to confirm everything sent, then acknowledge
+        it (at most `timeout_s`; the rest is claimed by another instance later)."""
         deadline = time.monotonic() + timeout_s
+        self._produce(deadline)
         while self._in_flight > 0 and time.monotonic() < deadline:
             self._producer.poll(0.1)
+            self._metrics.tick()
         self._acknowledge()
 
     def backlog(self) -> int:

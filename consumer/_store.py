@@ -5,8 +5,6 @@ from __future__ import annotations
 import hashlib
 import importlib.resources
 import inspect
-import json
-import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeVar
@@ -20,6 +18,8 @@ from consumer._errors import ConsumerError, CorruptState
 from consumer._redis_codec import FIELDS, decode_player
 from engine import DEFAULT_LATENESS_MS, Params, PlayerState, Snapshot, initial_snapshot
 from redis_layout import Keys
+from tierjob._errors import StateError
+from tierjob.snapshot_codec import decode_snapshot
 
 _SCRIPTS: Final = importlib.resources.files("consumer")
 _WRITE: Final = _SCRIPTS.joinpath("_apply.lua").read_text()
@@ -35,8 +35,6 @@ _COMMAND_NAME: Final = (
 _MSGPACK: Final = msgspec.msgpack.Encoder()
 """The write's players section (one msgpack array) and its outbox entry (`m` = msgpack array of
 [player, rating-change bytes] pairs)."""
-_SNAPSHOT_FIELDS: Final = ("version", "computed_at", "active_count", "mean_mu_active", "boundaries")
-_BOUNDARY_COUNT: Final = 14
 
 
 class Conflict(Exception):
@@ -55,8 +53,9 @@ class Store:
     """Reads and the atomic write of one rating pool (namespace) for one source topic.
 
     A corrupt player hash or cooldown key is reported to `on_corrupt` and named in
-    `View.corrupt` (its events are not rated); a corrupt snapshot is reported and the last good
-    one kept; corrupt `pop` or offsets raise CorruptState (nothing can be computed without them).
+    `View.corrupt` (its events are not rated); a snapshot that fails the checks of the one
+    snapshot codec (tierjob/snapshot_codec.py) is reported and the last good one kept; corrupt
+    `pop` or offsets raise CorruptState (nothing can be computed without them).
     """
 
     def __init__(
@@ -136,19 +135,19 @@ class Store:
     def _current_snapshot(self, version: Any) -> Snapshot:
         """The latest published snapshot; re-read in full only when its version changed.
 
-        A published snapshot that does not parse is reported once per version, and the last
-        good one (before any: the initial one) stays in use until the tier job publishes again.
+        It is decoded by the one snapshot codec every reader uses (tierjob/snapshot_codec.py).
+        One that fails its checks is reported once per version, and the last good one (before
+        any: the initial one) stays in use until the tier job publishes again.
         """
         if isinstance(version, Exception) or version != self._snapshot_version:
             key = self._keys.snapshot
             try:
                 if isinstance(version, Exception):
                     raise ValueError(str(version))
-                values: Any = self._r.hmget(key, _SNAPSHOT_FIELDS)
-                self._snapshot = (
-                    initial_snapshot(self._params) if values[0] is None else parse_snapshot(values)
-                )
-            except (ValueError, TypeError, ConsumerError, redis.ResponseError) as exc:
+                fields: Any = self._r.hgetall(key)
+                decoded = decode_snapshot(fields)
+                self._snapshot = initial_snapshot(self._params) if decoded is None else decoded[1]
+            except (ValueError, TypeError, StateError, redis.ResponseError) as exc:
                 self._on_corrupt(CorruptState("snapshot", key, f"{type(exc).__name__}: {exc}"))
             if not isinstance(version, Exception):
                 self._snapshot_version = version
@@ -429,27 +428,3 @@ def _flat(pairs: object) -> list[object]:
     for item in pairs:  # type: ignore[attr-defined]
         out.extend(item)
     return out
-
-
-def parse_snapshot(values: list[bytes | None]) -> Snapshot:
-    """A Snapshot from HMGET `{ns}:snapshot` version computed_at active_count mean_mu_active
-    boundaries (boundaries: a JSON array of 14 floats, or empty for none)."""
-    _version, computed_at, active_count, mean_mu, boundaries = values
-    if mean_mu is None:
-        raise ConsumerError("snapshot hash lacks mean_mu_active")
-    parsed: tuple[float, ...] | None = None
-    text = (boundaries or b"").decode().strip()
-    if text and text != "null":
-        items = json.loads(text) if text.startswith("[") else text.replace(",", " ").split()
-        parsed = tuple(float(x) for x in items)
-        if len(parsed) != _BOUNDARY_COUNT:
-            raise ConsumerError(f"snapshot has {len(parsed)} boundaries, want {_BOUNDARY_COUNT}")
-    snapshot = Snapshot(
-        taken_at=int(computed_at) if computed_at else None,
-        mean_mu_active=float(mean_mu),
-        boundaries=parsed,
-        active_count=int(active_count or 0),
-    )
-    if not all(map(math.isfinite, (snapshot.mean_mu_active, *(parsed or ())))):
-        raise ConsumerError("snapshot holds a float that is not finite")
-    return snapshot

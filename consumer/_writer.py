@@ -16,7 +16,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 import redis
 
@@ -31,6 +31,9 @@ from engine import Params
 from redis_layout import Keys
 
 log = logging.getLogger("adr.consumer")
+
+POOL_FULL: Final = "pool_full"
+"""Dead-letter reason of an event that would add players beyond `max_players`."""
 
 
 class Batch:
@@ -112,7 +115,11 @@ class Writer:
         metrics: Metrics,
         retry: RedisRetry,
         on_rejected: Callable[[Batch, Plan], bool] = lambda _batch, _plan: False,
+        max_players: int | None = None,
     ) -> None:
+        """`on_rejected(batch, plan)` dead-letters the plan's rejected events (`id_reused`,
+        `corrupt_state`, `pool_full` beyond `max_players`) before any write of a plan that
+        leaves them out."""
         self._store = store
         self._cache = cache
         self._keys = keys
@@ -126,6 +133,7 @@ class Writer:
         self.confirmed: dict[int, int] = {}
         """partition -> the next offset Redis acknowledged for it, as this instance last read or
         wrote it (set on assignment, advanced by each write). Redis holding less: RedisBehind."""
+        self._max_players = max_players
 
     def rate(self, batch: Batch) -> Plan:
         """Dedup and rate `batch` on a fresh read (players in the cache are not read)."""
@@ -142,14 +150,20 @@ class Writer:
         return plan
 
     def _rate_once(self, batch: Batch, view: View) -> Plan:
-        return rate_batch(
+        plan = rate_batch(
             batch.accepted,
             batch.next_offsets,
             view,
             self._keys,
             self._params,
             self._store.lateness_ms,
+            self._max_players,
+            batch.dead_lettered,
         )
+        # A refusal (`pool_full`) is a rejection like the others: dead-lettered, with delivery
+        # confirmed, before any write that leaves it out, and left out of every later rating.
+        plan.rejected.extend((a, POOL_FULL) for a in plan.pool_full)
+        return plan
 
     def check(self, stored: dict[int, int | None]) -> None:
         """RedisBehind if Redis holds a lower next offset than confirmed for a partition."""

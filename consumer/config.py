@@ -59,9 +59,17 @@ class Config:
     counted (`adr_events_late_total`), not rated; the engine's rule (`adr replay --lateness`)."""
     metrics_port: int = 9108
     metrics_host: str = "0.0.0.0"
-    relay_batch: int = 5000
+    relay_batch: int = 100
+    """Outbox entries (one per batch) the relay takes per pump, at most."""
+    relay_max_in_flight: int = 100_000
+    """The relay takes no new outbox entries while this many rating changes wait for the broker."""
+    relay_pump_ms: int = 500
+    """How long one pump may wait on a full producer queue before the loop goes on."""
     state_cache_players: int = 200_000
     """Player states kept in memory between batches (0: read every player each batch)."""
+    max_players: int = 10_000_000
+    """Players the rating pool may hold; an event that would add one beyond it is dead-lettered
+    (`pool_full`). Size Redis for it: docs/operations.md, "Redis sizing"."""
     outbox_claim_idle_ms: int = 10_000
     """An outbox entry read by a relay that then died is re-sent after this long."""
     held_recheck_ms: int = 5_000
@@ -83,8 +91,12 @@ class Config:
         return "Config(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
     def __post_init__(self) -> None:
-        if self.batch_size < 1 or self.relay_batch < 1:
+        if self.batch_size < 1 or self.relay_batch < 1 or self.relay_max_in_flight < 1:
             raise ConsumerError("batch sizes must be >= 1")
+        if self.relay_pump_ms < 0:
+            raise ConsumerError("relay_pump_ms must be >= 0")
+        if self.max_players < 1:
+            raise ConsumerError("max_players must be >= 1")
         if self.state_cache_players < 0:
             raise ConsumerError("state_cache_players must be >= 0")
         durations = (self.batch_wait_ms, self.max_age_ms, self.max_future_ms, self.lateness_ms)
@@ -117,9 +129,12 @@ _ENV: dict[str, tuple[str, type]] = {
     "metrics_port": ("ADR_METRICS_PORT", int),
     "metrics_host": ("ADR_METRICS_HOST", str),
     "relay_batch": ("ADR_RELAY_BATCH", int),
+    "relay_max_in_flight": ("ADR_RELAY_MAX_IN_FLIGHT", int),
+    "relay_pump_ms": ("ADR_RELAY_PUMP_MS", int),
     "state_cache_players": ("ADR_STATE_CACHE_PLAYERS", int),
     "outbox_claim_idle_ms": ("ADR_OUTBOX_CLAIM_IDLE_MS", int),
     "held_recheck_ms": ("ADR_HELD_RECHECK_MS", int),
+    "max_players": ("ADR_MAX_PLAYERS", int),
     "instance_id": ("ADR_INSTANCE_ID", str),
 }
 

@@ -81,7 +81,9 @@ class Pipeline:
             self.metrics,
             self._retry,
             self._dead_letter_rated,
+            config.max_players,
         )
+        self.metrics.pool_max_players.set(config.max_players)
         self._ready: Ready | None = None
         self._fatal = False
         self.kafka = new_consumer(config, self._on_kafka_error)
@@ -99,6 +101,8 @@ class Pipeline:
             config.relay_batch,
             config.outbox_claim_idle_ms,
             self.metrics,
+            config.relay_max_in_flight,
+            config.relay_pump_ms / 1000,
         )
         self.log_range = LogRange(config.topic, self.metrics, config.held_recheck_ms / 1000)
         self.assigned: set[int] = set()
@@ -382,16 +386,21 @@ class Pipeline:
         return accepted, rejected
 
     def _dead_letter_rated(self, batch: Batch, plan: Plan) -> bool:
-        """Dead-letter the events rating left out (Plan.rejected: `id_reused`, `corrupt_state`)
-        before the write that moves the offsets past them is sent. A copy the broker did not
-        take stops its partition there, like one of `_decode`'s: the batch is cut at the stop
-        and True asks the writer to rate it again."""
+        """Dead-letter the events rating left out (Plan.rejected: `id_reused`, `corrupt_state`,
+        `pool_full`) before the write that moves the offsets past them is sent. A copy the
+        broker did not take stops its partition there, like one of `_decode`'s: the batch is
+        cut at the stop and True asks the writer to rate it again."""
         new = batch.drop_rejected(plan)
         if plan.unratable:
             self.metrics.corrupt_state.labels("rating").inc(plan.unratable)
             log.error("the engine could not rate stored states", extra={"events": plan.unratable})
         if not new:
             return False
+        if plan.pool_full:
+            log.warning(
+                "rating pool full, events dead-lettered",
+                extra={"events": len(plan.pool_full), "max_players": self.config.max_players},
+            )
         reasons = {(a.partition, a.offset): r for a, r in plan.rejected}
         stops = self.dead_letters.send(
             [(cast(Message, a.message), reasons[a.partition, a.offset]) for a in new],
@@ -428,6 +437,7 @@ class Pipeline:
         m.late.inc(plan.late)
         m.batch_size.observe(size)
         m.batch_duration.observe(time.perf_counter() - started)
+        m.pool_players.set(plan.player_count)
         now_ms = time.time_ns() // 1_000_000
         observe = m.event_to_commit.observe
         for ts in plan.counted_ts:

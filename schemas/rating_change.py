@@ -47,7 +47,8 @@ _TIER = msgspec.Meta(
 
 
 # gc=False: only strings and numbers, never part of a reference cycle (see KillEvent).
-class RatingChange(msgspec.Struct, kw_only=True, frozen=True, gc=False):
+# omit_defaults: a change without a sequence (`seq` 0) encodes exactly as before `seq` existed.
+class RatingChange(msgspec.Struct, kw_only=True, frozen=True, gc=False, omit_defaults=True):
     """How one counted kill event changed one player's rating."""
 
     v: Annotated[Literal[1], msgspec.Meta(description="format version")]
@@ -71,6 +72,14 @@ class RatingChange(msgspec.Struct, kw_only=True, frozen=True, gc=False):
     sigma_after: Annotated[float, _float("σ after the event")]
     tier_before: Annotated[str | None, _TIER]
     tier_after: Annotated[str | None, _TIER]
+    seq: Annotated[
+        int,
+        msgspec.Meta(
+            description="the player's version after this change: per player 1, 2, 3, ... in the "
+            "order the changes were applied; 0 = not known (a producer before seq)",
+            extra_json_schema={"minimum": 0},
+        ),
+    ] = 0
 
 
 _DECODER: Final = msgspec.msgpack.Decoder(RatingChange)
@@ -95,6 +104,7 @@ def rating_change(
     sigma_after: float,
     tier_before: str | None,
     tier_after: str | None,
+    seq: int = 0,
 ) -> RatingChange:
     """A v1 rating change with its derived id (floats coerced to float64)."""
     return RatingChange(
@@ -110,6 +120,7 @@ def rating_change(
         sigma_after=float(sigma_after),
         tier_before=tier_before,
         tier_after=tier_after,
+        seq=seq,
     )
 
 
@@ -125,6 +136,8 @@ def decode_rating_change(raw: bytes | bytearray | memoryview) -> RatingChange:
         raise SchemaError(Reason.BAD_ID, "id must be '<source_id>:<role>'")
     if change.ts < 0:
         raise SchemaError(Reason.TS_OUT_OF_RANGE, f"ts={change.ts} is negative")
+    if change.seq < 0:
+        raise SchemaError(Reason.BAD_VALUE, f"seq={change.seq} is negative")
     check_finite(
         (
             ("mu_before", change.mu_before),

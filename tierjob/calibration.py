@@ -140,9 +140,14 @@ class Calibrator:
         if self._topic is not None:
             try:
                 message = tier_boundaries_message(version, snapshot, params)
-                self._topic.send(self._config.namespace, message)
+                newest = self._topic.send(
+                    self._config.namespace, message, lambda: self._publisher.is_current(version)
+                )
             except PublishError as exc:
                 topic_error = str(exc)
+            else:
+                if not newest:  # paused past the lease: a newer snapshot is out, not this one
+                    return result("moved_on", False, version=version)
         return result(
             "published",
             True,

@@ -4,10 +4,16 @@ Fields: `version` (int, +1 per publication), `computed_at` (int ms, wall clock),
 (int), `mean_mu_active` (repr of the float), `boundaries` (a JSON array of the 14 floats, each
 written as its repr, or the empty string before the first calibration with |A| >= p_min; `null`
 is read as none too). Floats round-trip exactly.
+
+This is the one reader of the hash: the tier job, the consumer (`consumer._store`) and anyone
+else decode it with `decode_snapshot`, which checks what the tier-boundaries message's decoder
+checks (schemas/tier_boundaries.py): version >= 1, computed_at and active_count >= 0, finite
+numbers, exactly 14 non-increasing boundaries. Anything else is a StateError.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Mapping
@@ -48,10 +54,12 @@ def decode_snapshot(fields: Mapping[Any, Any]) -> tuple[int, Snapshot] | None:
             boundaries=_decode_boundaries(text["boundaries"]),
             active_count=int(text["active_count"]),
         )
-    except (KeyError, ValueError, TypeError) as exc:
+    except (KeyError, ValueError, TypeError, OverflowError, RecursionError) as exc:
         raise StateError(f"unreadable snapshot hash {text!r}: {exc}") from exc
     if not math.isfinite(snapshot.mean_mu_active):
         raise StateError(f"snapshot mean_mu_active is not finite: {text['mean_mu_active']!r}")
+    if version < 1 or (snapshot.taken_at or 0) < 0 or snapshot.active_count < 0:
+        raise StateError(f"snapshot version, computed_at or active_count out of range: {text!r}")
     return version, snapshot
 
 
@@ -61,9 +69,13 @@ def _decode_boundaries(raw: str) -> tuple[float, ...] | None:
         return None
     if not isinstance(value, list) or len(value) != BOUNDARY_COUNT:
         raise ValueError(f"boundaries must be null or {BOUNDARY_COUNT} numbers")
+    if not all(isinstance(b, int | float) and not isinstance(b, bool) for b in value):
+        raise ValueError("boundaries must be numbers")
     bounds = tuple(float(b) for b in value)
     if not all(math.isfinite(b) for b in bounds):
         raise ValueError("boundaries must be finite")
+    if any(hi < lo for hi, lo in itertools.pairwise(bounds)):
+        raise ValueError("boundaries must be non-increasing")
     return bounds
 
 

@@ -85,7 +85,7 @@ def publish_snapshot(client: redis.Redis, keys: Keys, snapshot: Snapshot, versio
         keys.snapshot,
         mapping={
             "version": str(version),
-            "computed_at": "" if snapshot.taken_at is None else str(snapshot.taken_at),
+            "computed_at": str(snapshot.taken_at or 0),
             "active_count": str(snapshot.active_count),
             "mean_mu_active": repr(snapshot.mean_mu_active),
             "boundaries": "[" + ",".join(repr(b) for b in snapshot.boundaries or ()) + "]"

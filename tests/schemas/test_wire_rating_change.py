@@ -76,7 +76,26 @@ def test_vector_decodes_to_expected_values() -> None:
         tier_after=None,
     )
     assert change.id == "srv7-42:victim"
-    assert encode_rating_change(change) == VECTOR
+    assert change.seq == 0  # a message from before `seq`: the default
+    assert encode_rating_change(change) == VECTOR  # seq 0 is left out: the same bytes as then
+
+
+# The same change with `seq` 7: fixmap 0x8d = 13 entries, seq last.
+VECTOR_SEQ = b"\x8d" + VECTOR[1:] + _fixstr("seq") + b"\x07"
+
+
+def test_seq_vector_decodes_and_encodes_with_seq() -> None:
+    change = decode_rating_change(VECTOR_SEQ)
+    assert change.seq == 7
+    assert change == msgspec.structs.replace(decode_rating_change(VECTOR), seq=7)
+    assert encode_rating_change(change) == VECTOR_SEQ
+
+
+def test_negative_seq_is_rejected() -> None:
+    raw = msgspec.msgpack.encode({**msgspec.msgpack.decode(VECTOR), "seq": -1})
+    assert _reason(raw) == Reason.BAD_VALUE
+    raw = msgspec.msgpack.encode({**msgspec.msgpack.decode(VECTOR), "seq": 1.0})
+    assert _reason(raw) == Reason.WRONG_TYPE
 
 
 def test_id_is_source_id_colon_role_and_stable() -> None:
@@ -122,6 +141,7 @@ def changes(draw: st.DrawFn) -> dict[str, Any]:
         "sigma_after": draw(st.floats(min_value=0, exclude_min=True, allow_infinity=False)),
         "tier_before": draw(tiers),
         "tier_after": draw(tiers),
+        **({"seq": seq} if (seq := draw(st.integers(0, 2**63 - 1))) else {}),
     }
 
 
@@ -137,7 +157,7 @@ def test_round_trip(obj: dict[str, Any]) -> None:
 @PROPERTY_SETTINGS
 @given(changes(), st.data())
 def test_missing_field(obj: dict[str, Any], data: st.DataObject) -> None:
-    field = data.draw(st.sampled_from(sorted(obj)))
+    field = data.draw(st.sampled_from(sorted(set(obj) - {"seq"})))  # seq has a default
     del obj[field]
     assert _reason(msgspec.msgpack.encode(obj)) == Reason.MISSING_FIELD
 

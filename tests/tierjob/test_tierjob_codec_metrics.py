@@ -23,7 +23,8 @@ _finite = st.floats(allow_nan=False, allow_infinity=False)
     version=st.integers(1, 2**62),
     taken_at=st.integers(0, 2**53),
     mean=_finite,
-    bounds=st.none() | st.lists(_finite, min_size=14, max_size=14).map(tuple),
+    bounds=st.none()
+    | st.lists(_finite, min_size=14, max_size=14).map(lambda b: tuple(sorted(b, reverse=True))),
     count=st.integers(0, 10**9),
 )
 def test_snapshot_hash_round_trips_bit_for_bit(
@@ -56,6 +57,16 @@ def test_no_boundaries_is_written_empty_and_null_reads_as_none() -> None:
         {"mean_mu_active": "inf"},
         {"version": "x"},
         {"computed_at": None},
+        # forms the consumer's own parser used to accept: one codec now, one set of checks
+        {"boundaries": " ".join(str(1400.0 - 25 * k) for k in range(14))},
+        {"boundaries": "[" + ",".join(str(1000.0 + k) for k in range(14)) + "]"},  # increasing
+        {"boundaries": "[" + ",".join(['"1000.0"'] * 14) + "]"},  # strings
+        {"boundaries": "[" + ",".join(["true"] * 14) + "]"},
+        {"boundaries": "[" + ",".join(["1e999"] * 14) + "]"},
+        {"computed_at": ""},
+        {"version": "0"},
+        {"active_count": "-1"},
+        {"mean_mu_active": None},
     ],
 )
 def test_unreadable_snapshot_hash_is_a_state_error(bad: dict[str, str | None]) -> None:
