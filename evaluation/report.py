@@ -19,8 +19,8 @@ def ci(d: dict[str, Any] | None, digits: int = 3, pct: bool = False) -> str:
     """'mean [lo, hi]' (n when not every seed has a value is added by the caller)."""
     if d is None:
         return "–"
-    if pct:
-        return f"{d['mean']:.1%} [{d['lo']:.1%}, {d['hi']:.1%}]"
+    if pct:  # a share: the t interval is clipped to [0, 1]
+        return f"{d['mean']:.1%} [{max(0.0, d['lo']):.1%}, {min(1.0, d['hi']):.1%}]"
     return f"{d['mean']:.{digits}f} [{d['lo']:.{digits}f}, {d['hi']:.{digits}f}]"
 
 
@@ -383,8 +383,11 @@ def _section_10_6(fig: dict[str, Any]) -> list[str]:
         if adr_on is None
         else f" With the safeguard on, ADR's first kill back moves it {adr_on['first_step']:.2f}, "
         f"but the **second** moves it {adr_on['second_step']:.2f} and the largest single kill "
-        f"{adr_on['max_step']:.2f}: the decay toward μ̄_A and the released pool land on the "
-        "events after the first, so the safeguard delays the jump rather than removing it."
+        f"{adr_on['max_step']:.2f} — more than the first kill without the safeguard "
+        "(the 60-day row): what §8.2 holds back at the first event back goes into the pool, "
+        "and the pool pays it out on the following events, so the safeguard delays the jump "
+        "by one event rather than removing it. (Here the player sits at μ̄_A, so the decay "
+        "adds nothing; in the protocol it does, see the returners' columns above.)"
     )
     return [
         "## §10.6 rerun: a 1000-rated player back after 60 days, 50 straight kills of a 2000",
