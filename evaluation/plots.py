@@ -63,7 +63,9 @@ def calibration(figures: dict[str, Any], out: Path) -> str:
     return _save(fig, out / "calibration.png")
 
 
-def _dot_whisker(figures: dict[str, Any], out: Path, key: str, label: str, file: str) -> str:
+def _dot_whisker(
+    figures: dict[str, Any], out: Path, key: str, label: str, file: str, short: str = ""
+) -> str:
     """One metric per system and outcome model: mean with its 95% interval."""
     models = list(figures["models"])
     names = list(next(iter(figures["models"].values())))
@@ -82,7 +84,7 @@ def _dot_whisker(figures: dict[str, Any], out: Path, key: str, label: str, file:
             hi.append(up)
         ax.errorbar(xs, ys, yerr=[lo, hi], fmt="o", markersize=4, capsize=3, label=model)
     ax.set_xticks(range(len(names)), names, rotation=40, ha="right", fontsize=8)
-    ax.set_ylabel(label)
+    ax.set_ylabel(short or label)
     ax.set_title(f"{label}: mean and 95% interval over {len(figures['meta']['seeds'])} seeds")
     ax.grid(axis="y", linewidth=0.3)
     _legend(ax)
@@ -107,6 +109,7 @@ def tier_stability(figures: dict[str, Any], out: Path) -> str:
         "hyst_tier_changes_per_1000",
         "tier changes / 1000 player-events (common hysteresis rule)",
         "tier_stability.png",
+        "tier changes / 1000",
     )
 
 
@@ -163,24 +166,27 @@ def prediction_quality(figures: dict[str, Any], out: Path) -> str:
 
 
 def tier_shares(figures: dict[str, Any], out: Path) -> str:
-    """Every system's tier shares under the common hysteresis rule (mean over seeds), ADR's own
-    tiers beside them, against the 1/15 target."""
+    """Every system's end-of-stream tier shares (mean over seeds) minus the 1/15 target, as a
+    heat map: one row per system under the common hysteresis rule, plus ADR's own tiers."""
     from engine import TIER_LABELS
 
     model = next(iter(figures["models"]))
-    fig, ax = plt.subplots(figsize=SIZE)
-    xs = list(range(15))
-    for i, (name, m) in enumerate(figures["models"][model].items()):
+    rows, labels = [], []
+    for name, m in figures["models"][model].items():
         if m["hyst_shares"]:
-            ax.plot(xs, m["hyst_shares"], marker=".", **_style(i, name))
+            rows.append([x - 1 / 15 for x in m["hyst_shares"]])
+            labels.append(name)
     adr = figures["models"][model].get("adr")
     if adr is not None and adr["own_shares"]:
-        ax.plot(xs, adr["own_shares"], color="black", linewidth=2, label="adr (own tiers)")
-    ax.axhline(1 / 15, color="grey", linestyle=":", linewidth=1.5, label="target 1/15")
-    ax.set_xticks(xs, TIER_LABELS, rotation=40, ha="right", fontsize=8)
-    ax.set_ylabel("share of active placed players")
-    ax.set_title(f"Tier shares at the end ({model} outcomes, mean over seeds)")
-    _legend(ax)
+        rows.append([x - 1 / 15 for x in adr["own_shares"]])
+        labels.append("adr (own tiers)")
+    fig, ax = plt.subplots(figsize=(9.0, 0.32 * len(rows) + 1.6))
+    limit = max(0.01, max((abs(x) for row in rows for x in row), default=0.01))
+    image = ax.imshow(rows, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto")
+    ax.set_xticks(range(15), TIER_LABELS, fontsize=8)
+    ax.set_yticks(range(len(labels)), labels, fontsize=8)
+    ax.set_title(f"Tier share − 1/15 at the end ({model} outcomes, mean over seeds)")
+    fig.colorbar(image, ax=ax, label="share − 1/15")
     return _save(fig, out / "tier_shares.png")
 
 
