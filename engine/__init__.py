@@ -7,7 +7,7 @@ rules (integer ms, exact σ̄, fsum means, rational quantile index) are in docs/
 
 from engine._book import COUNTED, DEFAULT_LATENESS_MS, DUPLICATE, RatingBook, Verdict
 from engine._cooldown import is_duplicate
-from engine._decay import decay_mu, decay_sigma, gap_days, is_returning
+from engine._decay import bounded_return_decay, decay_mu, decay_sigma, gap_days, is_returning
 from engine._errors import EngineError, ParamError
 from engine._kill import KillOutcome, predict, rate_kill
 from engine._learning_rate import eta, eta_base, eta_streak, eta_trend, eta_vol, window_mean
@@ -53,6 +53,7 @@ __all__ = [
     "Verdict",
     "activity_time",
     "boundary_targets",
+    "bounded_return_decay",
     "can_place",
     "capped_mu",
     "decay_mu",

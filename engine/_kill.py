@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from engine._decay import decay_mu, decay_sigma, gap_days, is_returning
+from engine._decay import bounded_return_decay, decay_mu, decay_sigma, gap_days, is_returning
 from engine._learning_rate import eta, window_mean
 from engine._outcome import diffusion, p_ab
 from engine._sigma import sigma_mean, sigma_units
@@ -51,10 +51,11 @@ def decayed(
     if n == 0 or last_ts is None:
         return mu, sigma, False
     gap = gap_days(ts, last_ts)
+    returning = is_returning(gap, params)
     return (
-        decay_mu(mu, gap, mean_mu_active, params),
+        bounded_return_decay(mu, decay_mu(mu, gap, mean_mu_active, params), returning, params),
         decay_sigma(sigma, gap, params),
-        is_returning(gap, params),
+        returning,
     )
 
 

@@ -39,6 +39,7 @@ PAPER_SYSTEMS = ("adr", "elo-k32", "glicko2", "trueskill")
 # Outside the logistic model only these run (cost); the logistic model runs every system.
 OTHER_MODEL_SYSTEMS = (
     "adr",
+    "adr-bounded-return",
     "adr-no-decay",
     "elo-k32",
     "elo-tuned",

@@ -67,6 +67,10 @@ SYSTEMS: dict[str, tuple[str, Callable[[Params], RatingSystem]]] = {
         "ADR with τ = 10⁶ days (ablation: decay toward μ̄_A on every gap > 0)",
         lambda p: AdrSystem(p.with_overrides({"tau": 1_000_000}), name="adr-no-decay"),
     ),
+    "adr-bounded-return": (
+        "ADR with the opt-in bound_return_decay = 1 (the decay at a return moves μ ≤ Δmax)",
+        lambda p: AdrSystem(p.with_overrides({"bound_return_decay": 1}), name="adr-bounded-return"),
+    ),
     "elo-k32": ("Elo, K = 32, logistic base 10, scale 400, start 1500", lambda p: Elo(k=32.0)),
     "elo-k16": ("Elo, K = 16", lambda p: Elo(k=16.0)),
     "elo-fide": ("dynamic K, FIDE: 40 / 20 / 10 (2400 reached)", lambda p: FideElo()),
