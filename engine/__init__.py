@@ -31,6 +31,7 @@ from engine._update import (
     pool_returning,
     recent_next,
     sigma_next,
+    victim_raw,
     window_next,
 )
 from engine.params import MS_PER_DAY, TIER_COUNT, TIER_LABELS, Params
@@ -88,6 +89,7 @@ __all__ = [
     "take_snapshot",
     "tier_of",
     "tier_step",
+    "victim_raw",
     "window_mean",
     "window_next",
 ]

@@ -18,7 +18,7 @@ from engine._snapshot import take_snapshot
 from engine._state import PlayerState, Snapshot, initial_snapshot, new_player
 from engine._store import PlayerRecord, PlayerStore
 from engine._tiers import tier_step
-from engine._update import phi_next
+from engine._update import phi_next, victim_raw
 from engine.params import MS_PER_SECOND, Params
 
 DEFAULT_CALIBRATE_EVERY_MS: Final = 300 * MS_PER_SECOND
@@ -196,7 +196,7 @@ class RatingBook:
         w_bar_b = store.window_mean(ib, rb)
         eta_b_loss = params.c_loss * eta(sigma_b, rb.streak, w_bar_b, rb.phi, params)
         raw_a = eta_a * (1.0 - p)
-        raw_b = -(eta_b_loss * p)
+        raw_b = victim_raw(raw_a, eta_b_loss, p, params)
         self._update_player(ia, ra, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, ts)
         self._update_player(ib, rb, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, ts)
         self._units += ra.sigma_u - units_a + rb.sigma_u - units_b

@@ -24,6 +24,7 @@ from engine._update import (
     pool_returning,
     recent_next,
     sigma_next,
+    victim_raw,
     window_next,
 )
 from engine.params import Params
@@ -166,7 +167,7 @@ def rate_kill(
     eta_a = eta(sigma_a, a.streak, window_mean(a.window), a.phi, params)
     eta_b_loss = params.c_loss * eta(sigma_b, b.streak, window_mean(b.window), b.phi, params)
     raw_a = eta_a * (1.0 - p)
-    raw_b = -(eta_b_loss * p)
+    raw_b = victim_raw(raw_a, eta_b_loss, p, params)
     bounds = snapshot.boundaries
     new_a = _updated(a, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, ts, bounds, params)
     new_b = _updated(b, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, ts, bounds, params)

@@ -69,8 +69,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--systems",
         default=None,
-        help=f"comma-separated systems to run (default: all: {','.join(ALL_SYSTEMS)}; "
-        "--quick: the paper's four, adr-no-cooldown, elo-uscf and the tuned three)",
+        help=f"comma-separated systems to run (known: {','.join(ALL_SYSTEMS)}; default: all but "
+        "the opt-in ADR extensions adr-bounded-return, adr-zero-sum, adr-recommended; --quick: "
+        "the paper's four, adr-no-cooldown, elo-uscf and the tuned three)",
     )
     parser.add_argument(
         "--param",

@@ -33,13 +33,15 @@ from evaluation.metrics import (
 )
 from evaluation.protocol import Followed, ProtocolOptions, SystemResult, run_protocol
 from evaluation.stream import OUTCOME_MODELS, StreamConfig, generate
-from evaluation.tuning import ALL_SYSTEMS, GRIDS, TUNED, description, family_system, make_system
+from evaluation.tuning import DEFAULT_SYSTEMS, GRIDS, TUNED, description, family_system, make_system
 
 PAPER_SYSTEMS = ("adr", "elo-k32", "glicko2", "trueskill")
 # Outside the logistic model only these run (cost); the logistic model runs every system.
 OTHER_MODEL_SYSTEMS = (
     "adr",
     "adr-bounded-return",
+    "adr-zero-sum",
+    "adr-recommended",
     "adr-no-decay",
     "elo-k32",
     "elo-tuned",
@@ -48,7 +50,14 @@ OTHER_MODEL_SYSTEMS = (
     "glicko2-tuned",
     "trueskill-tuned",
 )
-LONG_SYSTEMS = ("adr", "elo-tuned", "glicko2-tuned")
+LONG_SYSTEMS = (
+    "adr",
+    "adr-bounded-return",
+    "adr-zero-sum",
+    "adr-recommended",
+    "elo-tuned",
+    "glicko2-tuned",
+)
 LONG_MODEL = "probit"
 TUNING_SEED = 0  # never one of the report's seeds
 # Relative run time per system, for scheduling only (longest first).
@@ -61,7 +70,7 @@ class SuiteConfig:
 
     seeds: tuple[int, ...] = tuple(range(1, 11))
     models: tuple[str, ...] = OUTCOME_MODELS
-    systems: tuple[str, ...] = tuple(ALL_SYSTEMS)
+    systems: tuple[str, ...] = tuple(DEFAULT_SYSTEMS)
     main: StreamConfig = field(
         default_factory=lambda: StreamConfig(
             players=100,

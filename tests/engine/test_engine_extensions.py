@@ -16,6 +16,7 @@ from engine import (
     new_player,
     rate_kill,
     sigma_units,
+    victim_raw,
 )
 from engine._kill import decayed
 
@@ -73,3 +74,34 @@ def test_first_kill_back_moves_at_most_two_delta_max_in_rate_kill_and_the_book()
     book.apply("", "x", "z", 90 * DAY)
     after = book.player("x")
     assert after is not None and abs(after.mu - before.mu) <= 2 * ON.delta_max
+
+
+def test_victim_raw_is_the_paper_unless_zero_sum() -> None:
+    zero = Params.from_overrides({"zero_sum_update": "1"})
+    assert Params().zero_sum_update == 0.0
+    assert victim_raw(7.5, 20.0, 0.9, Params()) == -(20.0 * 0.9)
+    assert victim_raw(7.5, 20.0, 0.9, zero) == -7.5
+    with pytest.raises(ParamError):
+        Params.from_overrides({"zero_sum_update": "2"})
+
+
+@pytest.mark.parametrize("zero_sum", [0, 1])
+def test_zero_sum_update_conserves_mu_in_rate_kill_and_the_book(zero_sum: int) -> None:
+    params = Params.from_overrides({"zero_sum_update": str(zero_sum)})
+    book = RatingBook(params)
+    ts = 0
+    for k in range(200):  # a strong player farming weaker ones 2 min apart: the paper drains μ
+        book.apply("", "strong", f"weak{k % 5}", ts)
+        ts += 120_000
+    total = sum(s.mu for s in book.players().values())
+    if zero_sum:
+        # what is left is the §5 decay toward the snapshot's μ̄_A, not the update
+        assert abs(total - 6 * params.mu0) < 1.0
+    else:
+        assert total < 6 * params.mu0 - 100.0
+    # one event between new players (no decay, no pool, under the cap): exactly opposite
+    a, b = new_player(params), new_player(params)
+    units = 2 * sigma_units(params.sigma0, params)
+    out = rate_kill(a, b, 0, units, 2, initial_snapshot(params), params)
+    gain, loss = out.attacker.mu - a.mu, out.victim.mu - b.mu
+    assert (gain == -loss) == bool(zero_sum), (gain, loss)
