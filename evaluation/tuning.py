@@ -92,7 +92,7 @@ EXTENSIONS: dict[str, tuple[str, dict[str, int]]] = {
         {"zero_sum_update": 1},
     ),
     "adr-recommended": (
-        "ADR + both switches (the recommended profile)",
+        "ADR + both switches (a candidate profile: see docs/evaluation.md before using it)",
         {"bound_return_decay": 1, "zero_sum_update": 1},
     ),
 }
