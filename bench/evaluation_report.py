@@ -1,7 +1,7 @@
 """Time `adr evaluate` (the whole report) and print wall time, CPU time and peak memory.
 
-    python bench/evaluation_report.py                 # the default size (what reports/latest is)
-    python bench/evaluation_report.py --players 30 --events 2000   # a quick check
+    python bench/evaluation_report.py --jobs 2        # the full report (what reports/latest is)
+    python bench/evaluation_report.py --quick --jobs 2              # what CI runs
 
 Arguments are passed to `adr evaluate`; the report goes to a temporary directory.
 """

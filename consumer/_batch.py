@@ -11,7 +11,7 @@ import dataclasses
 import hashlib
 from collections import Counter
 from collections.abc import Container
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 
@@ -43,7 +43,7 @@ class Accepted:
     partition: int
     offset: int
     event: KillEvent
-    message: object = None
+    message: Any = None
     """The Kafka message it came from (its bytes go to the dead-letter topic if it is rejected)."""
 
 

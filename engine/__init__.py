@@ -9,7 +9,7 @@ Exceptions: `EngineError` (root) ← `ParamError` (also a ValueError: a bad para
 
 from engine._book import COUNTED, DEFAULT_LATENESS_MS, DUPLICATE, RatingBook, Verdict
 from engine._cooldown import is_duplicate
-from engine._decay import decay_mu, decay_sigma, gap_days, is_returning
+from engine._decay import bounded_return_decay, decay_mu, decay_sigma, gap_days, is_returning
 from engine._errors import EngineError, ParamError
 from engine._kill import KillOutcome, predict, rate_kill
 from engine._learning_rate import eta, eta_base, eta_streak, eta_trend, eta_vol, window_mean
@@ -33,6 +33,7 @@ from engine._update import (
     pool_returning,
     recent_next,
     sigma_next,
+    victim_raw,
     window_next,
 )
 from engine.params import (
@@ -62,6 +63,7 @@ __all__ = [
     "Verdict",
     "activity_time",
     "boundary_targets",
+    "bounded_return_decay",
     "can_place",
     "capped_mu",
     "decay_mu",
@@ -98,6 +100,7 @@ __all__ = [
     "tier_of",
     "tier_of_label",
     "tier_step",
+    "victim_raw",
     "window_mean",
     "window_next",
 ]

@@ -31,3 +31,12 @@ def decay_sigma(sigma: float, gap: float, params: Params) -> float:
     if gap <= 0.0:
         return sigma
     return min(params.sigma_max, sigma + params.sigma_drift * gap)
+
+
+def bounded_return_decay(mu: float, decayed: float, returning: bool, params: Params) -> float:
+    """Opt-in (params.bound_return_decay = 1; the paper: 0): at a return, the §5 decay moves μ
+    by at most Δmax, like one event's update (§8.4), instead of up to |μ − μ̄_A|; otherwise
+    `decayed` unchanged. The part of the decay beyond Δmax is dropped, not deferred."""
+    if not (params.bound_return_decay and returning):
+        return decayed
+    return mu + max(-params.delta_max, min(params.delta_max, decayed - mu))

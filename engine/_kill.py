@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import msgspec
 
-from engine._decay import decay_mu, decay_sigma, gap_days, is_returning
+from engine._decay import bounded_return_decay, decay_mu, decay_sigma, gap_days, is_returning
 from engine._learning_rate import eta, window_mean
 from engine._outcome import diffusion, p_ab
 from engine._sigma import sigma_mean, sigma_units
@@ -26,6 +26,7 @@ from engine._update import (
     pool_returning,
     recent_next,
     sigma_next,
+    victim_raw,
     window_next,
 )
 from engine.params import Params
@@ -53,10 +54,11 @@ def decayed(
     if n == 0 or last_ts is None:
         return mu, sigma, False
     gap = gap_days(ts, last_ts)
+    returning = is_returning(gap, params)
     return (
-        decay_mu(mu, gap, mean_mu_active, params),
+        bounded_return_decay(mu, decay_mu(mu, gap, mean_mu_active, params), returning, params),
         decay_sigma(sigma, gap, params),
-        is_returning(gap, params),
+        returning,
     )
 
 
@@ -116,8 +118,10 @@ def predict(
 
 
 def raw_changes(p: float, eta_a: float, eta_b: float, params: Params) -> tuple[float, float]:
-    """The raw μ changes before the cap (§4.1, steps 7–8): winner η_a(1−P), loser −c_loss·η_b·P."""
-    return eta_a * (1.0 - p), -(params.c_loss * eta_b * p)
+    """The raw μ changes before the cap (§4.1, steps 7–8): the winner's η_a(1−P), the loser's
+    `victim_raw` (the paper: −c_loss·η_b·P)."""
+    raw_a = eta_a * (1.0 - p)
+    return raw_a, victim_raw(raw_a, params.c_loss * eta_b, p, params)
 
 
 class NextScalars(NamedTuple):

@@ -22,6 +22,16 @@ def pool_returning(
     return nu_next, mu + (1.0 - params.alpha) * eff + lam * nu
 
 
+def victim_raw(raw_a: float, eta_b_loss: float, p: float, params: Params) -> float:
+    """The victim's raw change: −c_loss·η_b·P_ab (§7, the paper). Opt-in zero_sum_update = 1:
+    −raw_a, the victim loses exactly what the attacker gains before pools and caps, so the
+    update itself no longer drains the mean μ (against a much weaker victim the paper's victim
+    loses about c_loss·η_b while the attacker gains about 0)."""
+    if params.zero_sum_update:
+        return -raw_a
+    return -(eta_b_loss * p)
+
+
 def pool_regular(mu: float, nu: float, raw: float, params: Params) -> tuple[float, float]:
     """(ν', target) for any other player: the pool only drains into μ (§8.3, adr-reading step 9)."""
     lam = params.lambda_pool

@@ -76,6 +76,9 @@ class Params:
     beta: float = 0.2
     window: int = 20
     tier_shares: tuple[Fraction, ...] = _UNIFORM_SHARES
+    # Opt-in extensions beyond the paper (issue 18 item 6); 0 = off = the paper, bit for bit.
+    bound_return_decay: float = 0.0  # 1: the decay at a return moves μ by at most Δmax
+    zero_sum_update: float = 0.0  # 1: the victim's raw change is −(the attacker's)
 
     # Derived once (exact integers / fractions), never set by callers.
     cooldown_ms: int = dataclasses.field(init=False, repr=False, compare=False)
@@ -198,6 +201,8 @@ def _validate(p: Params) -> None:
         (p.h_req > 0, "h_req > 0"),
         (0 < p.beta <= 1, "0 < beta <= 1"),
         (p.window >= 1, "window >= 1"),
+        (p.bound_return_decay in (0, 1), "bound_return_decay is 0 or 1"),
+        (p.zero_sum_update in (0, 1), "zero_sum_update is 0 or 1"),
     ]
     for ok, rule in rules:
         if not ok:

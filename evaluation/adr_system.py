@@ -32,16 +32,19 @@ class AdrSystem:
         self.book.apply("", a, b, ts)
 
     def rating(self, player: str) -> float:
-        state = self.book.player(player)
-        return self.params.mu0 if state is None else state.mu
+        # The protocol asks for two ratings and two tiers per event; book.player() builds a whole
+        # PlayerState (rings included) each time, a fifth of an ADR run. The stored record holds
+        # the same μ and tier, read without copying.
+        i = self.book._store.index.get(player)
+        return self.params.mu0 if i is None else self.book._store.records[i].mu
 
     def sigma(self, player: str) -> float:
         state = self.book.player(player)
         return self.params.sigma0 if state is None else state.sigma
 
     def tier(self, player: str) -> int | None:
-        state = self.book.player(player)
-        return 0 if state is None else state.tier
+        i = self.book._store.index.get(player)
+        return 0 if i is None else self.book._store.records[i].tier
 
     @staticmethod
     def tier_label(tier: int) -> str:

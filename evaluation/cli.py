@@ -7,6 +7,7 @@ stdout gets the paths written (data); stderr gets JSON-line logs and progress. E
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import shlex
@@ -17,7 +18,7 @@ from typing import Any
 
 from evaluation.errors import EvaluationError
 from evaluation.protocol import ProtocolOptions
-from evaluation.stream import StreamConfig
+from evaluation.stream import OUTCOME_MODELS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -35,27 +36,43 @@ def _log(msg: str, level: str = "info", **fields: Any) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `adr evaluate` flags."""
-    from evaluation.suite import SYSTEMS
+    from evaluation.suite import SuiteConfig
+    from evaluation.tuning import ALL_SYSTEMS
 
-    d = StreamConfig()
+    d = SuiteConfig()
     parser.epilog = "exit status: 0 report written; 1 a run failed; 2 usage"
     parser.add_argument("--out", required=True, type=Path, help="directory for the report")
-    parser.add_argument("--seed", type=int, default=d.seed, help=f"stream seed ({d.seed})")
     parser.add_argument(
-        "--players", type=int, default=d.players, help=f"simulated players ({d.players})"
+        "--seeds",
+        default=None,
+        help=f"stream seeds: a count N (seeds 1..N) or a list a,b,c (default {len(d.seeds)}; "
+        "--quick: 2)",
     )
-    parser.add_argument("--events", type=int, default=d.events, help=f"organic kills ({d.events})")
-    parser.add_argument("--days", type=int, default=d.days, help=f"stream length ({d.days})")
     parser.add_argument(
-        "--outcome-model",
-        choices=("logistic", "arctan"),
-        default=d.outcome_model,
-        help="hidden-skill outcome curve of the generator (logistic = Elo's)",
+        "--quick",
+        action="store_true",
+        help="a small run for CI (2 seeds, 30 players, 1,500 kills; seconds, not minutes)",
+    )
+    parser.add_argument("--players", type=int, default=None, help=f"players ({d.main.players})")
+    parser.add_argument("--events", type=int, default=None, help=f"kills ({d.main.events})")
+    parser.add_argument("--days", type=int, default=None, help=f"stream length ({d.main.days})")
+    parser.add_argument(
+        "--outcome-models",
+        default=",".join(OUTCOME_MODELS),
+        help="generator outcome models to run: logistic (Elo's curve), arctan (ADR's), probit "
+        "(per-player performance noise, neither's) (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--no-long",
+        action="store_true",
+        help="skip the three-year runs",
     )
     parser.add_argument(
         "--systems",
-        default=",".join(SYSTEMS),
-        help="comma-separated systems to run (default: all: %(default)s)",
+        default=None,
+        help=f"comma-separated systems to run (known: {','.join(ALL_SYSTEMS)}; default: all but "
+        "the opt-in ADR extensions adr-bounded-return, adr-zero-sum, adr-recommended; --quick: "
+        "the paper's four, adr-no-cooldown, elo-uscf and the tuned three)",
     )
     parser.add_argument(
         "--param",
@@ -67,9 +84,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--jobs",
         type=int,
-        default=min(2, os.cpu_count() or 1),
-        help="worker processes (default: min(2, CPUs))",
+        default=os.cpu_count() or 1,
+        help="worker processes, over seeds and systems (default: CPUs)",
     )
+
+
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """`--seeds`: "N" means seeds 1..N; "a,b,c" those seeds."""
+    items = [x.strip() for x in text.split(",") if x.strip()]
+    try:
+        values = [int(x) for x in items]
+    except ValueError as exc:
+        raise EvaluationError(f"--seeds wants a count or a list of integers, got {text!r}") from exc
+    if len(values) == 1 and "," not in text:
+        if values[0] < 1:
+            raise EvaluationError("--seeds count must be >= 1")
+        return tuple(range(1, values[0] + 1))
+    if not values or len(set(values)) != len(values) or min(values) < 1:
+        raise EvaluationError(f"--seeds must be distinct integers >= 1, got {text!r}")
+    return tuple(values)
 
 
 def _overrides(items: list[str]) -> dict[str, str]:
@@ -82,30 +115,52 @@ def _overrides(items: list[str]) -> dict[str, str]:
     return out
 
 
+def _suite(args: argparse.Namespace) -> Any:
+    from evaluation.suite import QUICK, SuiteConfig
+    from evaluation.tuning import ALL_SYSTEMS
+
+    base = QUICK if args.quick else SuiteConfig()
+    seeds = base.seeds if args.seeds is None else parse_seeds(args.seeds)
+    chosen = args.systems if args.systems is not None else ",".join(base.systems)
+    systems = tuple(s.strip() for s in chosen.split(",") if s.strip())
+    unknown = [s for s in systems if s not in ALL_SYSTEMS]
+    if unknown or not systems:
+        raise EvaluationError(f"unknown systems {unknown}; known: {', '.join(ALL_SYSTEMS)}")
+    models = tuple(m.strip() for m in args.outcome_models.split(",") if m.strip())
+    if not models or any(m not in OUTCOME_MODELS for m in models):
+        raise EvaluationError(f"--outcome-models: choose from {', '.join(OUTCOME_MODELS)}")
+    main = base.main
+    for name in ("players", "events", "days"):
+        if getattr(args, name) is not None:
+            main = dataclasses.replace(main, **{name: getattr(args, name)})
+    suite = dataclasses.replace(
+        base,
+        seeds=seeds,
+        systems=systems,
+        models=models,
+        main=main,
+        long=None if args.no_long else base.long,
+    )
+    try:
+        suite.validate()
+    except ValueError as exc:
+        raise EvaluationError(str(exc)) from exc
+    return suite
+
+
 def run(args: argparse.Namespace) -> int:
     """Run the suite and write the report."""
     from engine import EngineError, Params
     from evaluation.report import write_report
-    from evaluation.suite import SYSTEMS, run_suite
+    from evaluation.suite import run_suite
 
     started = time.perf_counter()
     try:
         overrides = _overrides(args.param)
         Params.from_overrides(overrides)
-        systems = [s.strip() for s in args.systems.split(",") if s.strip()]
-        unknown = [s for s in systems if s not in SYSTEMS]
-        if unknown or not systems:
-            raise EvaluationError(f"unknown systems {unknown}; known: {', '.join(SYSTEMS)}")
         if args.jobs < 1:
             raise EvaluationError("--jobs must be >= 1")
-        cfg = StreamConfig(
-            seed=args.seed,
-            players=args.players,
-            events=args.events,
-            days=args.days,
-            outcome_model=args.outcome_model,
-        )
-        cfg.validate()
+        suite = _suite(args)
     except (EvaluationError, EngineError) as exc:
         _log("bad arguments", "error", error=str(exc))
         print(f"adr evaluate: {exc}", file=sys.stderr)
@@ -113,24 +168,27 @@ def run(args: argparse.Namespace) -> int:
 
     _log(
         "evaluation started",
-        seed=cfg.seed,
-        players=cfg.players,
-        events=cfg.events,
-        systems=systems,
+        seeds=list(suite.seeds),
+        players=suite.main.players,
+        events=suite.main.events,
+        models=list(suite.models),
+        systems=list(suite.systems),
         jobs=args.jobs,
     )
 
-    def progress(name: str, done: int, total: int) -> None:
+    def progress(label: str, done: int, total: int) -> None:
+        elapsed = time.perf_counter() - started
         _log(
-            "system done",
-            system=name,
+            "job done",
+            job=label,
             done=done,
             total=total,
-            elapsed_s=round(time.perf_counter() - started, 1),
+            elapsed_s=round(elapsed, 1),
+            eta_s=round(elapsed / done * (total - done), 0),
         )
 
     try:
-        figures = run_suite(cfg, ProtocolOptions(), overrides, systems, args.jobs, progress)
+        figures = run_suite(suite, ProtocolOptions(), overrides, args.jobs, progress)
         figures["meta"]["command"] = _command(args)
         figures["meta"]["runtime_s"] = time.perf_counter() - started
         figures["meta"]["jobs"] = args.jobs
@@ -148,13 +206,14 @@ def _command(args: argparse.Namespace) -> str:
     """The equivalent command line, for the report (when not run from the `adr` entry point)."""
     parts = [
         "adr evaluate",
-        f"--seed {args.seed}",
-        f"--players {args.players}",
-        f"--events {args.events}",
-        f"--days {args.days}",
-        f"--outcome-model {args.outcome_model}",
-        f"--systems {args.systems}",
+        *(["--quick"] if args.quick else []),
+        *([f"--seeds {args.seeds}"] if args.seeds else []),
+        *(f"--{n} {getattr(args, n)}" for n in ("players", "events", "days") if getattr(args, n)),
+        f"--outcome-models {args.outcome_models}",
+        *(["--no-long"] if args.no_long else []),
+        *([f"--systems {args.systems}"] if args.systems else []),
         *(f"--param {shlex.quote(p)}" for p in args.param),
+        f"--jobs {args.jobs}",
         f"--out {shlex.quote(str(args.out))}",
     ]
     return " ".join(parts)

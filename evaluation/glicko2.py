@@ -108,25 +108,37 @@ def win_probability(a: GlickoRating, b: GlickoRating) -> float:
 
 @dataclass
 class Glicko2:
-    """Glicko-2 fed one kill per rating period (τ = 0.5), idle days as empty periods."""
+    """Glicko-2 with τ = 0.5 by default. `period_days = 0`: each kill is its own rating period for
+    its two players, idle whole days as empty periods. `period_days > 0`: kills are collected in
+    periods of that length (from the first event) and every player with games is rated at the
+    period's end against the opponents' pre-period ratings (Glickman's batch form); idle whole
+    periods are empty periods. Predictions and visible ratings use the last completed period."""
 
     tau: float = 0.5
+    period_days: float = 0.0
     initial: GlickoRating = field(default_factory=GlickoRating)
     name: str = "glicko2"
     players: dict[str, GlickoRating] = field(default_factory=dict)
     last_ts: dict[str, int] = field(default_factory=dict)
+    _pending: dict[str, list[tuple[GlickoRating, float]]] = field(default_factory=dict)
+    _origin: int | None = None
+    _period: int = 0
+
+    @property
+    def _idle_unit_ms(self) -> int:
+        return round(self.period_days * DAY_MS) if self.period_days > 0 else DAY_MS
 
     def _current(self, player: str, ts: int) -> GlickoRating:
-        """The player's rating with the empty periods of its idle whole days applied."""
+        """The player's rating with the empty periods of its idle whole days/periods applied."""
         state = self.players.get(player, self.initial)
         last = self.last_ts.get(player)
         if last is None or ts <= last:
             return state
-        idle_days = (ts - last) // DAY_MS
-        if idle_days == 0:
+        idle = (ts - last) // self._idle_unit_ms
+        if idle == 0:
             return state
         phi = state.rd / GLICKO_SCALE
-        phi_idle = math.sqrt(phi * phi + idle_days * state.vol * state.vol)
+        phi_idle = math.sqrt(phi * phi + idle * state.vol * state.vol)
         return GlickoRating(state.r, min(phi_idle * GLICKO_SCALE, self.initial.rd), state.vol)
 
     def rating(self, player: str) -> float:
@@ -136,11 +148,34 @@ class Glicko2:
         return None
 
     def predict(self, a: str, b: str, ts: int) -> float:
+        self._close_periods(ts)
         return win_probability(self._current(a, ts), self._current(b, ts))
 
     def update(self, a: str, b: str, ts: int) -> None:
+        if self.period_days <= 0:
+            ra, rb = self._current(a, ts), self._current(b, ts)
+            self.players[a] = rate_period(ra, [(rb, 1.0)], self.tau)
+            self.players[b] = rate_period(rb, [(ra, 0.0)], self.tau)
+            self.last_ts[a] = ts
+            self.last_ts[b] = ts
+            return
+        self._close_periods(ts)
         ra, rb = self._current(a, ts), self._current(b, ts)
-        self.players[a] = rate_period(ra, [(rb, 1.0)], self.tau)
-        self.players[b] = rate_period(rb, [(ra, 0.0)], self.tau)
-        self.last_ts[a] = ts
-        self.last_ts[b] = ts
+        self._pending.setdefault(a, []).append((rb, 1.0))
+        self._pending.setdefault(b, []).append((ra, 0.0))
+
+    def _close_periods(self, ts: int) -> None:
+        """Rate everyone with games in the current period once ts lies past its end."""
+        if self.period_days <= 0:
+            return
+        if self._origin is None:
+            self._origin = ts
+        period = (ts - self._origin) // self._idle_unit_ms
+        if period <= self._period:
+            return
+        end = self._origin + (self._period + 1) * self._idle_unit_ms
+        for player, results in self._pending.items():
+            self.players[player] = rate_period(self._current(player, end - 1), results, self.tau)
+            self.last_ts[player] = end - 1
+        self._pending = {}
+        self._period = period

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine import Params, Snapshot, take_snapshot, tier_of
+from engine import Params, Snapshot, h_down_next, h_up_next, take_snapshot, tier_of
 from evaluation.stream import DAY_MS, Stream
 from evaluation.systems import RatingSystem
 
@@ -30,6 +30,12 @@ class ProtocolOptions:
     follow_events: int = 400  # own events a jumper/returner is followed for
     return_window: int = 30  # own events after the return scanned for the largest change
     gap_closed: float = 0.5  # response delay: own events until this share of the gap is closed
+    # The common hysteresis rule: §6.4's accumulators on every system's rating, promoting or
+    # demoting once h↑ or h↓ reaches this many population SDs of the system's own ratings (ADR's
+    # h_req = 400 over its population SD of about 200 at the end of the default stream).
+    hysteresis_sd: float = 2.0
+    series_every_days: int = 30  # long-horizon time series: one sample per this many days
+    floor_band: float = 0.01  # "near the floor": within this share of (μ_max − μ_min) above μ_min
 
 
 @dataclass
@@ -65,6 +71,9 @@ class SystemResult:
     median_abs_change_sd: float
     final_sd: float
     final_mean: float
+    hyst_changes_test: int = 0
+    hyst_shares: list[float] = field(default_factory=list)
+    series: list[dict[str, object]] = field(default_factory=list)
 
 
 def _percentile(values: np.ndarray, i: int) -> float:
@@ -105,6 +114,16 @@ def run_protocol(
     has_own = system.tier(players[0]) is not None
     player_events_test = 0
     abs_changes_test: list[float] = []
+    # the common hysteresis rule (same for every system): tier, h↑, h↓ per player
+    h_tier = np.zeros(len(players), dtype=int)
+    h_up = np.zeros(len(players))
+    h_down = np.zeros(len(players))
+    h_changes = 0
+    adr_params = getattr(system, "params", None)
+    floor = (adr_params.mu_min, adr_params.mu_max) if isinstance(adr_params, Params) else None
+    series: list[dict[str, object]] = []
+    series_every = opts.series_every_days * DAY_MS
+    next_sample = events[0].ts + series_every if events else 0
 
     jumpers = {p: Followed(p) for p in stream.jumpers}
     returners = {p: Followed(p) for p in stream.returners}
@@ -126,6 +145,22 @@ def run_protocol(
     ev: Event
     for k, ev in enumerate(events):
         ts = ev.ts
+        while ts >= next_sample and snap is not None:
+            series.append(
+                _sample(
+                    next_sample,
+                    events[0].ts,
+                    cur,
+                    counts,
+                    recent,
+                    h_tier,
+                    snap,
+                    floor,
+                    params,
+                    opts,
+                )
+            )
+            next_sample += series_every
         if snap is None or snap.taken_at is None or ts - snap.taken_at >= opts.calibrate_every_ms:
             active = [
                 cur[i]
@@ -161,6 +196,20 @@ def run_protocol(
                 if k >= test_start and q_tier[i] and new_tier != q_tier[i]:
                     q_changes += 1
                 q_tier[i] = new_tier
+                h_old = int(h_tier[i])
+                if h_old == 0:
+                    h_tier[i] = new_tier
+                else:
+                    mu = float(cur[i])
+                    up = h_up_next(float(h_up[i]), mu, h_old, boundaries)
+                    down = h_down_next(float(h_down[i]), mu, h_old, boundaries)
+                    need = opts.hysteresis_sd * population_sd(k)
+                    if up >= need or down >= need:
+                        h_tier[i] = h_old - 1 if up >= need else h_old + 1
+                        up = down = 0.0
+                        if k >= test_start:
+                            h_changes += 1
+                    h_up[i], h_down[i] = up, down
             if has_own:
                 t = system.tier(p) or 0
                 if k >= test_start and own_tier[i] and t and t != own_tier[i]:
@@ -197,6 +246,11 @@ def run_protocol(
         if len(dq) == params.n_active and dq[0] > end - params.active_ms
     ]
     q_shares = _shares([int(q_tier[i]) for i in active_idx])
+    h_shares = _shares([int(h_tier[i]) for i in active_idx])
+    if snap is not None:
+        series.append(
+            _sample(end, events[0].ts, cur, counts, recent, h_tier, snap, floor, params, opts)
+        )
     own_shares = own_unplaced = None
     if has_own:
         own = [int(own_tier[i]) for i in active_idx]
@@ -220,7 +274,49 @@ def run_protocol(
         median_abs_change_sd=float(np.median(abs_changes_test)) if abs_changes_test else 0.0,
         final_sd=float(np.std(cur)),
         final_mean=float(np.mean(cur)),
+        hyst_changes_test=h_changes,
+        hyst_shares=h_shares,
+        series=series,
     )
+
+
+def _sample(
+    at: int,
+    start: int,
+    cur: np.ndarray,
+    counts: np.ndarray,
+    recent: list[deque[int]],
+    h_tier: np.ndarray,
+    snap: Snapshot,
+    floor: tuple[float, float] | None,
+    params: Params,
+    opts: ProtocolOptions,
+) -> dict[str, object]:
+    """One point of the long-horizon series: mean rating, players at and near the floor (systems
+    with one), the 14 boundaries in force, and the common-rule tier shares of the active players."""
+    seen = cur[counts > 0]
+    active = [
+        i
+        for i, dq in enumerate(recent)
+        if len(dq) == params.n_active and dq[0] > at - params.active_ms
+    ]
+    shares = _shares([int(h_tier[i]) for i in active])
+    at_floor = near_floor = None
+    if floor is not None and seen.size:
+        lo, hi = floor
+        at_floor = float(np.count_nonzero(seen == lo)) / seen.size
+        near_floor = float(np.count_nonzero(seen <= lo + opts.floor_band * (hi - lo))) / seen.size
+    return {
+        "day": (at - start) / DAY_MS,
+        "mean": float(np.mean(seen)) if seen.size else math.nan,
+        "sd": float(np.std(seen)) if seen.size else math.nan,
+        "at_floor": at_floor,
+        "near_floor": near_floor,
+        "boundaries": None if snap.boundaries is None else [float(b) for b in snap.boundaries],
+        "shares": shares,
+        "shares_tv": 0.5 * sum(abs(x - 1.0 / 15.0) for x in shares) if any(shares) else None,
+        "active": len(active),
+    }
 
 
 def _spearman(ratings: np.ndarray, hidden: list[float]) -> float:

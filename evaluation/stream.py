@@ -13,6 +13,7 @@ import numpy as np
 from evaluation.errors import EvaluationError
 
 DAY_MS = 86_400_000
+OUTCOME_MODELS = ("logistic", "arctan", "probit")
 SECOND_MS = 1_000
 # 2026-01-01T00:00:00Z: streams start on a fixed epoch so event times are reproducible.
 EPOCH_MS = 1_767_225_600_000
@@ -50,9 +51,15 @@ class StreamConfig:
         MixtureComponent(0.20, 1900.0, 180.0),
     )
     # Outcome model: P(i kills j) = 1 / (1 + 10^(−(θi − θj)/outcome_scale)) (logistic, like Elo),
-    # or "arctan": 1/2 + atan((θi − θj)/outcome_scale)/π (ADR's own model shape).
+    # "arctan": 1/2 + atan((θi − θj)/outcome_scale)/π (ADR's own model shape), or "probit": each
+    # player performs θ + N(0, s_i²) with its own noise s_i, so P = Φ((θi − θj)/√(s_i² + s_j²))
+    # (the shape of neither family: no system models per-player noise).
     outcome_model: str = "logistic"
     outcome_scale: float = 400.0
+    # probit only: s_i drawn uniformly from [low, high]; the mean matches the logistic curve's
+    # slope at 0 (√(2·s²) = 4·400/(ln 10·√(2π)) ≈ 277, s ≈ 196).
+    performance_sd_low: float = 100.0
+    performance_sd_high: float = 290.0
     online_low: float = 0.3  # each player is online on a day with a probability drawn uniformly
     online_high: float = 0.9  # from [online_low, online_high]
     jump_fraction: float = 0.05
@@ -81,8 +88,10 @@ class StreamConfig:
             raise EvaluationError(f"{self.players} players are too few for the injected cohorts")
         if self.events < 100 or self.days < 1:
             raise EvaluationError("a stream needs at least 100 events over at least one day")
-        if self.outcome_model not in ("logistic", "arctan"):
+        if self.outcome_model not in OUTCOME_MODELS:
             raise EvaluationError(f"unknown outcome model {self.outcome_model!r}")
+        if not 0.0 < self.performance_sd_low <= self.performance_sd_high:
+            raise EvaluationError("performance noise needs 0 < low <= high")
         if not 0.0 < self.test_fraction < 1.0:
             raise EvaluationError("test_fraction must lie in (0, 1)")
         sessions = self.farmers_per_pattern * len(self.farm_patterns)
@@ -147,6 +156,7 @@ class Stream:
     absence: tuple[int, int] = (0, 0)  # [start, end) in ms
     farm_sessions: list[FarmSession] = field(default_factory=list)
     test_start: int = 0  # index of the first held-out event
+    performance_sd: dict[str, float] = field(default_factory=dict)  # s_i of the probit model
 
     def skill(self, player: str, ts: int) -> float:
         """The hidden skill of a player at time ts."""
@@ -161,10 +171,12 @@ class Stream:
         return [self.skill(p, ts) for p in self.players]
 
 
-def outcome_probability(diff: float, model: str, scale: float) -> float:
-    """P(i kills j) for a hidden-skill difference θi − θj."""
+def outcome_probability(diff: float, model: str, scale: float, noise: float = 0.0) -> float:
+    """P(i kills j) for a hidden-skill difference θi − θj; `noise` = √(s_i² + s_j²) (probit)."""
     if model == "arctan":
         return 0.5 + math.atan(diff / scale) / math.pi
+    if model == "probit":
+        return 0.5 * (1.0 + math.erf(diff / (noise * math.sqrt(2.0))))
     return 1.0 / (1.0 + math.pow(10.0, -diff / scale))
 
 
@@ -185,6 +197,10 @@ def generate(cfg: StreamConfig) -> Stream:
     skills = _draw_skills(cfg, rng)
     stream = Stream(cfg, players, {p: float(s) for p, s in zip(players, skills, strict=True)})
     online_prob = rng.uniform(cfg.online_low, cfg.online_high, size=cfg.players)
+    # Own generator for the noise, so the logistic and arctan streams stay bit-identical.
+    noise_rng = np.random.default_rng([cfg.seed, 0x9E3779B9])
+    perf_var = noise_rng.uniform(cfg.performance_sd_low, cfg.performance_sd_high, cfg.players) ** 2
+    stream.performance_sd = {p: math.sqrt(v) for p, v in zip(players, perf_var, strict=True)}
 
     # Cohorts: farm victims are the weakest players, farmers sit near the median, the rest of the
     # injected players are drawn at random from the remainder.
@@ -236,10 +252,12 @@ def generate(cfg: StreamConfig) -> Stream:
         for ts, fi, si, u in zip(times, firsts, seconds, draws, strict=True):
             first, second = players[int(ids[fi])], players[int(ids[si])]
             t = int(ts)
+            i1, i2 = int(ids[fi]), int(ids[si])
             prob = outcome_probability(
                 stream.skill(first, t) - stream.skill(second, t),
                 cfg.outcome_model,
                 cfg.outcome_scale,
+                math.sqrt(perf_var[i1] + perf_var[i2]),
             )
             won = bool(u < prob)
             attacker, victim = (first, second) if won else (second, first)

@@ -17,13 +17,15 @@ TS_MU = 25.0
 TS_SIGMA = TS_MU / 3.0
 
 
-def make_environment(draw_probability: float = 0.0) -> Any:
-    """The package's default environment (μ 25, σ 25/3, β σ/2, τ σ/100) with the given draw rate."""
+def make_environment(
+    draw_probability: float = 0.0, beta: float = TS_SIGMA / 2.0, tau: float = TS_SIGMA / 100.0
+) -> Any:
+    """The package's environment (μ 25, σ 25/3; defaults β σ/2, τ σ/100) with the draw rate."""
     return _ts.TrueSkill(
         mu=TS_MU,
         sigma=TS_SIGMA,
-        beta=TS_SIGMA / 2.0,
-        tau=TS_SIGMA / 100.0,
+        beta=beta,
+        tau=tau,
         draw_probability=draw_probability,
     )
 
@@ -40,13 +42,15 @@ class TrueSkill:
     """
 
     draw_probability: float = 0.0
+    beta: float = TS_SIGMA / 2.0
+    tau: float = TS_SIGMA / 100.0
     name: str = "trueskill"
     env: Any = None
     players: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.env is None:
-            self.env = make_environment(self.draw_probability)
+            self.env = make_environment(self.draw_probability, self.beta, self.tau)
 
     def _get(self, player: str) -> Any:
         found = self.players.get(player)

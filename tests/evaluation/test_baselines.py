@@ -140,6 +140,31 @@ def test_glicko2_glickman_example() -> None:
     assert new.vol == pytest.approx(0.05999, abs=1e-5)  # 0.059996, printed truncated
 
 
+def test_glicko2_daily_periods_reproduce_glickmans_example() -> None:
+    # The same three games inside one daily rating period, rated when the next day's first
+    # event arrives: Glickman's batch result, not three one-game periods.
+    glicko = Glicko2(tau=0.5, period_days=1.0)
+    glicko.players.update(
+        p=GlickoRating(1500.0, 200.0, 0.06),
+        a=GlickoRating(1400.0, 30.0),
+        b=GlickoRating(1550.0, 100.0),
+        c=GlickoRating(1700.0, 300.0),
+    )
+    glicko.update("p", "a", 0)
+    glicko.update("b", "p", 1_000)
+    glicko.update("c", "p", 2_000)
+    assert glicko.rating("p") == 1500.0  # nothing moves inside the period
+    glicko.predict("p", "a", DAY)
+    assert glicko.rating("p") == pytest.approx(1464.05, abs=0.015)
+    assert glicko.players["p"].rd == pytest.approx(151.52, abs=0.005)
+    # per kill, the same games give a different (sequential) answer
+    sequential = Glicko2(tau=0.5)
+    sequential.players.update(glicko.players)
+    sequential.players["p"] = GlickoRating(1500.0, 200.0, 0.06)
+    sequential.update("p", "a", 0)
+    assert sequential.rating("p") != 1500.0
+
+
 def test_glicko2_empty_period_and_idle_days() -> None:
     # Glickman step 6 for a player without games: φ' = sqrt(φ² + σ²).
     idle = rate_period(GlickoRating(1500.0, 50.0, 0.06), [])
@@ -171,24 +196,29 @@ def test_trueskill_package_documented_1v1() -> None:
     assert (round(system.rating("l"), 3), round(system.sigma("l"), 3)) == (20.604, 7.171)
 
 
-def test_trueskill_no_draw_matches_herbrich_closed_form() -> None:
+@pytest.mark.parametrize(
+    ("beta", "tau"), [(25.0 / 6, 25.0 / 300), (25.0 / 3, 25.0 / 300), (25.0 / 12, 25.0 / 75)]
+)
+def test_trueskill_no_draw_matches_herbrich_closed_form(beta: float, tau: float) -> None:
     # Herbrich, Minka, Graepel (2006), two-player win without draws: c² = 2β² + σw² + σl² (σ² incl.
     # τ²), t = (μw − μl)/c, v = φ(t)/Φ(t), w = v·(v + t); μw += σw²/c·v, σw² *= 1 − σw²/c²·w.
-    mu, sigma, beta, tau = 25.0, 25.0 / 3, 25.0 / 6, 25.0 / 300
+    # The tuned TrueSkill's β and τ reach the package: the same closed form at every grid corner.
+    mu, sigma = 25.0, 25.0 / 3
     s2 = sigma**2 + tau**2
     c = math.sqrt(2 * beta**2 + 2 * s2)
     t = 0.0
     pdf = math.exp(-t * t / 2) / math.sqrt(2 * math.pi)
     v = pdf / (0.5 * (1 + math.erf(t / math.sqrt(2))))
     w = v * (v + t)
-    system = TrueSkill()
+    system = TrueSkill(beta=beta, tau=tau)
     assert system.predict("w", "l", 0) == pytest.approx(0.5)
     system.update("w", "l", 0)
     assert system.rating("w") == pytest.approx(mu + s2 / c * v, abs=1e-6)
     assert system.rating("l") == pytest.approx(mu - s2 / c * v, abs=1e-6)
     assert system.sigma("w") == pytest.approx(math.sqrt(s2 * (1 - s2 / c**2 * w)), abs=1e-6)
-    # 29.205 / 7.195 (package, draw 0) agrees with the closed form above
-    assert round(system.rating("w"), 3) == 29.205
+    if (beta, tau) == (25.0 / 6, 25.0 / 300):
+        # 29.205 / 7.195 (package defaults, draw 0) agrees with the closed form above
+        assert round(system.rating("w"), 3) == 29.205
 
 
 @pytest.mark.parametrize(

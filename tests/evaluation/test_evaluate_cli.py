@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import math
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +13,7 @@ import pytest
 from adr_cli.main import main
 from engine import Params, RatingBook
 from evaluation.adr_system import AdrSystem
+from evaluation.cli import parse_seeds
 from evaluation.systems import RatingSystem
 
 DAY = 86_400_000
@@ -38,48 +39,80 @@ def test_adr_adapter_is_the_engine_book() -> None:
     assert adr.tier("never-seen") == 0
 
 
-def test_evaluate_writes_report_figures_and_plots(tmp_path: Path) -> None:
+def test_quick_evaluate_writes_report_with_intervals_over_named_seeds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What CI runs: every part of the report on tiny streams, two seeds, in well under a minute.
     out = tmp_path / "report"
-    rc = main(["evaluate", "--players", "30", "--events", "2000", "--jobs", "2", "--out", str(out)])
+    started = time.perf_counter()
+    rc = main(["evaluate", "--quick", "--jobs", "2", "--out", str(out)])
+    elapsed = time.perf_counter() - started
     assert rc == 0
+    assert elapsed < 120  # ~25 s on an idle 2-core machine; generous for a shared one
     report = (out / "report.md").read_text()
     figures = json.loads((out / "figures.json").read_text())
     pngs = sorted(p.name for p in out.glob("*.png"))
     assert pngs == [
         "calibration.png",
         "convergence.png",
-        "prediction_quality.png",
+        "log_loss.png",
+        "long_horizon.png",
         "returning_player.png",
         "tier_shares.png",
+        "tier_stability.png",
     ]
     for png in pngs:
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"({png})" in report
-    assert figures["meta"]["stream"]["seed"] == 1
-    assert figures["meta"]["stream"]["players"] == 30
-    systems = list(figures["protocol"])
-    assert systems[:2] == ["adr", "adr-no-cooldown"]
-    assert {"elo-k32", "elo-fide", "elo-uscf", "glicko2", "trueskill"} <= set(systems)
-    for name, m in figures["protocol"].items():
-        assert 0.0 < m["log_loss"] < 2.0, name
-        assert 0.5 < m["auc"] <= 1.0, name
-        assert f"`{name}`" in report
-    # §10.6: our Elo number beside the paper's, which it reproduces (K 32, opponent held)
-    elo = next(r for r in figures["section_10_6"]["ours"] if r["system"] == "elo-k32")
-    assert elo["paper"] == 1166.94
-    assert round(elo["total"], 2) == 1166.94
-    assert "1166.94" in report and "1197.93" in report
-    assert set(figures["section_10_7"]) == {"adr", "elo-k32", "glicko2", "trueskill"}
-    # the ADR run saw duplicates dropped: no-cooldown gains more from burst farming
-    burst = "burst-10s"
+    # progress on stderr: one JSON line per finished job, counting up to the total
+    progress = [
+        json.loads(line) for line in capsys.readouterr().err.splitlines() if '"job done"' in line
+    ]
+    assert progress and progress[-1]["done"] == progress[-1]["total"] == len(progress)
+    meta = figures["meta"]
+    assert meta["seeds"] == [1, 2]
+    assert "**Seeds**: 1, 2" in report
+    assert meta["models"] == ["logistic", "arctan", "probit"]
+    for model in meta["models"]:
+        assert f"`{model}` outcomes" in report
+        systems = figures["models"][model]
+        assert {"adr", "elo-tuned", "glicko2-tuned", "trueskill-tuned"} <= set(systems)
+        for name, m in systems.items():
+            ll = m["ci"]["log_loss"]
+            assert ll["n"] == 2, name
+            assert ll["lo"] <= ll["mean"] <= ll["hi"], name
+            assert m["per_seed"]["log_loss"][0] != m["per_seed"]["log_loss"][1], name
+            assert 0.0 < ll["mean"] < 2.0, name
+            assert m["ci"]["hyst_tier_changes_per_1000"] is not None, name  # common rule: all
+    assert "elo-k32" in figures["models"]["logistic"]
+    # the chosen tuning values are reported, and the tuned systems used them
+    for model in meta["models"]:
+        for family in ("elo", "glicko2", "trueskill"):
+            tuned = figures["tuning"][model][family]
+            best = min(tuned["grid"], key=lambda g: g["log_loss"])
+            assert tuned["chosen"] == best["values"]
+    assert "Baselines tuned within their published ranges" in report
+    # three simulated years, sampled monthly, with the floor shares for ADR only
+    long = figures["long"]
+    assert set(long) == {"adr", "elo-tuned", "glicko2-tuned"}
+    points = long["adr"]["points"]
+    assert points[-1]["day"] > 3 * 365 - 31 and len(points) >= 36
+    assert all(len(p["boundaries"]) == 14 for p in points if p["boundaries"])
     assert (
-        figures["protocol"]["adr"]["farming"][burst]["farmer_gain_sd"]
-        < figures["protocol"]["adr-no-cooldown"]["farming"][burst]["farmer_gain_sd"]
+        points[-1]["at_floor"] is not None and long["elo-tuned"]["points"][-1]["at_floor"] is None
     )
-    assert all(math.isfinite(x) for x in (m["brier"] for m in figures["protocol"].values()))
+    assert "What the paper's defaults do over 3 years" in report
+    # §10.6: Elo reproduces the paper; the second kill back is reported
+    elo = next(r for r in figures["section_10_6"]["ours"] if r["system"] == "elo-k32")
+    assert round(elo["total"], 2) == 1166.94 and elo["paper"] == 1166.94
+    assert "**second** moves it" in report
 
 
 def test_evaluate_rejects_bad_arguments(tmp_path: Path) -> None:
+    assert main(["evaluate", "--seeds", "0", "--out", str(tmp_path)]) == 2
+    assert main(["evaluate", "--seeds", "1,1", "--out", str(tmp_path)]) == 2
+    assert main(["evaluate", "--seeds", "a", "--out", str(tmp_path)]) == 2
+    assert main(["evaluate", "--outcome-models", "cauchy", "--out", str(tmp_path)]) == 2
     assert main(["evaluate", "--systems", "nope", "--out", str(tmp_path)]) == 2
     assert main(["evaluate", "--param", "theta", "--out", str(tmp_path)]) == 2
     assert main(["evaluate", "--param", "no_such=1", "--out", str(tmp_path)]) == 2
@@ -101,3 +134,9 @@ def test_evaluate_help_exits_zero() -> None:
 @pytest.mark.parametrize("bad", [["--jobs", "0"]])
 def test_evaluate_rejects_zero_jobs(tmp_path: Path, bad: list[str]) -> None:
     assert main(["evaluate", *bad, "--out", str(tmp_path)]) == 2
+
+
+def test_seeds_flag_takes_a_count_or_a_list() -> None:
+    assert parse_seeds("3") == (1, 2, 3)
+    assert parse_seeds("7,3,11") == (7, 3, 11)
+    assert parse_seeds("5,") == (5,)

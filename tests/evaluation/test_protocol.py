@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from evaluation.adr_system import AdrSystem
 from evaluation.elo import Elo
@@ -45,3 +46,29 @@ def test_only_adr_has_own_tiers_and_the_cooldown_blunts_burst_farming() -> None:
     burst_adr = [r["farmer_gain_sd"] for r in adr.farm if r["pattern"] == "burst-10s"]
     burst_free = [r["farmer_gain_sd"] for r in free.farm if r["pattern"] == "burst-10s"]
     assert sum(burst_adr) < sum(burst_free)
+
+
+def test_common_hysteresis_rule_applies_to_every_system_and_is_stabler_than_quantiles() -> None:
+    stream = generate(CFG)
+    for system in (Elo(), Glicko2(), AdrSystem()):
+        r = run_protocol(system, stream, ProtocolOptions())
+        assert 0 < r.hyst_changes_test < r.quantile_changes_test, system.name
+        assert abs(sum(r.hyst_shares) - 1.0) < 1e-9
+        frozen = run_protocol(type(system)(), stream, ProtocolOptions(hysteresis_sd=1e9))
+        assert frozen.hyst_changes_test == 0  # nobody accumulates a billion SDs
+        assert (
+            frozen.quantile_changes_test == r.quantile_changes_test
+        )  # the rule changes nothing else
+
+
+def test_series_samples_monthly_with_floor_shares_for_adr_only() -> None:
+    stream = generate(CFG)
+    adr = run_protocol(AdrSystem(), stream, ProtocolOptions())
+    elo = run_protocol(Elo(), stream, ProtocolOptions())
+    days = [p["day"] for p in adr.series]
+    assert days[:3] == [30.0, 60.0, 90.0] and days == sorted(days)
+    assert len(adr.series) == CFG.days // 30 + 1  # plus the end of the stream
+    for p in adr.series:
+        assert 0.0 <= p["at_floor"] <= p["near_floor"] <= 1.0
+    assert all(p["at_floor"] is None for p in elo.series)
+    assert elo.series[-1]["mean"] == pytest.approx(1500.0)  # fixed-K Elo is zero-sum

@@ -98,3 +98,29 @@ def test_too_few_players_or_days_is_refused() -> None:
         generate(StreamConfig(players=10))
     with pytest.raises(EvaluationError):
         generate(StreamConfig(days=100))  # the farming sessions are due on day 150
+
+
+def test_probit_outcome_is_phi_of_the_gap_over_the_pair_noise() -> None:
+    assert outcome_probability(0.0, "probit", 400.0, 250.0) == 0.5
+    assert outcome_probability(250.0, "probit", 400.0, 250.0) == pytest.approx(0.8413447461)
+    assert outcome_probability(-500.0, "probit", 400.0, 250.0) == pytest.approx(0.0227501319)
+
+
+def test_probit_streams_draw_per_player_noise_and_leave_the_other_models_alone() -> None:
+    base = StreamConfig(seed=7, players=60, events=6_000, days=200)
+    logistic = generate(base)
+    probit = generate(
+        StreamConfig(seed=7, players=60, events=6_000, days=200, outcome_model="probit")
+    )
+    # same players, skills, times and pairs; only who wins may differ
+    assert probit.base_skill == logistic.base_skill
+    assert [e.ts for e in probit.events] == [e.ts for e in logistic.events]
+    assert {frozenset((e.attacker, e.victim)) for e in probit.events} == {
+        frozenset((e.attacker, e.victim)) for e in logistic.events
+    }
+    assert [e.first_won for e in probit.events] != [e.first_won for e in logistic.events]
+    noise = list(probit.performance_sd.values())
+    assert len(noise) == 60 and len(set(noise)) == 60
+    assert all(base.performance_sd_low <= s <= base.performance_sd_high for s in noise)
+    with pytest.raises(EvaluationError):
+        generate(StreamConfig(outcome_model="cauchy"))
