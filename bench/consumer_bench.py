@@ -43,7 +43,7 @@ from consumer._redis_codec import FIELDS, decode_player, encode_player
 from consumer.config import Config
 from consumer.pipeline import Pipeline
 from engine import Params, initial_snapshot, is_duplicate, new_player, rate_kill, sigma_units
-from loadgen.cli import SimConfig, generate
+from loadgen import SimConfig, generate
 from redis_layout import Keys
 from runtime import KafkaSettings, add_kafka_arguments, kafka_settings_from_args
 from runtime.kafka_produce import produce_waiting

@@ -50,7 +50,7 @@ from consumer._redis_codec import FIELDS
 from consumer._store import Store
 from consumer._writer import Batch
 from engine import Params
-from loadgen.cli import SimConfig, generate
+from loadgen import SimConfig, generate
 from redis_layout import Keys
 from schemas import Limits, decode_kill_event
 

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from consumer._cache import StateCache
 from engine import Params, RatingBook
-from loadgen.cli import SimConfig, generate
+from loadgen import SimConfig, generate
 
 
 def main() -> int:

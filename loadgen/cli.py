@@ -16,17 +16,7 @@ import sys
 import time
 from typing import IO, Any
 
-from loadgen._traffic import (
-    KINDS,
-    MALFORMED_KINDS,
-    REPLAY_FIELDS,
-    SimConfig,
-    SimMessage,
-    World,
-    build_world,
-    generate,
-    replay_line,
-)
+from loadgen._traffic import KINDS, SimConfig, SimMessage, generate, replay_line
 from runtime import (
     KafkaSettings,
     RuntimeConfigError,
@@ -38,17 +28,8 @@ from runtime import logs as _log
 from runtime.kafka_produce import produce_waiting
 
 __all__ = [
-    "KINDS",
-    "MALFORMED_KINDS",
-    "REPLAY_FIELDS",
-    "SimConfig",
-    "SimMessage",
-    "World",
     "add_arguments",
-    "build_world",
     "config_from_args",
-    "generate",
-    "replay_line",
     "run",
 ]
 

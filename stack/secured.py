@@ -267,6 +267,9 @@ class SecuredBroker:
     sasl_port: int = field(default_factory=free_port)
     mtls_port: int = field(default_factory=free_port)
     broker: Any = None
+    authorizer: bool = False
+    """True: Kafka's StandardAuthorizer, the PLAINTEXT and controller listeners' ANONYMOUS a
+    super user (set-up), SASL users allowed only what ACLs grant."""
 
     def start(self) -> None:
         from stack._kafka import KafkaBroker
@@ -291,6 +294,13 @@ class SecuredBroker:
             "ssl.truststore.type": "PEM",
             "ssl.truststore.location": str(self.certs.ca),
         }
+        if self.authorizer:
+            self.broker.extra_config |= {
+                "authorizer.class.name": (
+                    "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+                ),
+                "super.users": "User:ANONYMOUS",
+            }
         self.broker.extra_listeners = (sasl, mtls)
         self.broker.start()
 

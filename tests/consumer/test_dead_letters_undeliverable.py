@@ -5,6 +5,7 @@ applied twice. Dead-letter copies keep the original headers."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import urllib.error
 import urllib.request
@@ -224,3 +225,77 @@ def test_delivery_errors_map_to_a_bounded_set_of_reasons(code: int, reason: str)
     delivery report's authorization errors is checked here)."""
     assert _reason(KafkaError(code)) == reason
     assert reason in REASONS
+
+
+@pytest.fixture(scope="module")
+def acl_broker(tmp_path_factory):
+    """A broker with Kafka's authorizer: the consumer logs in over SASL_SSL as a SCRAM user that
+    may do only what ACLs grant; the test itself uses the PLAINTEXT listener (a super user)."""
+    from stack.secured import SecuredBroker, make_certificates
+
+    folder = tmp_path_factory.mktemp("acl-kafka")
+    broker = SecuredBroker(folder, make_certificates(folder / "certs"), authorizer=True)
+    broker.start()
+    broker.add_scram_user("adr-consumer", "acl-pw-3310")
+    yield broker
+    broker.stop()
+
+
+def _allow(admin: AdminClient, principal: str, resources: list[tuple[object, str]]) -> None:
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        ResourcePatternType,
+    )
+
+    bindings = [
+        AclBinding(
+            kind,
+            name,
+            ResourcePatternType.LITERAL,
+            principal,
+            "*",
+            AclOperation.ALL,
+            AclPermissionType.ALLOW,
+        )
+        for kind, name in resources
+    ]
+    for future in admin.create_acls(bindings).values():
+        future.result(timeout=30)
+
+
+def test_a_dead_letter_topic_the_consumer_may_not_write_stops_the_partition_until_allowed(
+    acl_broker, redis_url: str, unique_name
+) -> None:
+    from confluent_kafka.admin import ResourceType
+
+    from runtime import KafkaSettings
+
+    bootstrap = acl_broker.plaintext
+    topic, group = unique_name("kill-events"), unique_name("g")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    _create(admin, [NewTopic(t, 1, 1) for t in (topic, f"{topic}-ratings", f"{topic}-dlq")])
+    principal = "User:adr-consumer"
+    _allow(admin, principal, [(ResourceType.TOPIC, topic), (ResourceType.TOPIC, f"{topic}-ratings"),
+                              (ResourceType.GROUP, group)])  # fmt: skip  # not the DLQ topic
+    ns, keys, client = S.rating_pool(redis_url, unique_name)
+    events, messages, bad_at = _stream(1_500, 73, [(500, b"\xc1 not msgpack")])
+    _publish(bootstrap, topic, messages)
+
+    config = dataclasses.replace(
+        _config(acl_broker.sasl_bootstrap, redis_url, ns, topic, group),
+        kafka=KafkaSettings(acl_broker.sasl_settings("adr-consumer", "acl-pw-3310")),
+    )
+    consumer = S.start_threaded(config, Params(), serve_metrics=True)
+    try:
+        consumer.wait_serving()
+        base = f"http://127.0.0.1:{consumer.pipeline.http.server_address[1]}"
+        _assert_stopped_at(base, client, keys, topic, bad_at[0], "not_authorized")
+        assert consumer.thread.is_alive()
+        _allow(admin, principal, [(ResourceType.TOPIC, f"{topic}-dlq")])  # the operator's fix
+        _assert_resumed_and_exact(base, client, keys, topic, bootstrap, events, len(messages))
+    finally:
+        consumer.stop()
+    _assert_dead_letters(bootstrap, topic, messages, bad_at, [b"undecodable"])
+    client.close()

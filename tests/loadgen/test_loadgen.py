@@ -15,7 +15,7 @@ import pytest
 
 from adr_cli.main import main as adr_main
 from engine import Params, is_duplicate
-from loadgen.cli import KINDS, MALFORMED_KINDS, SimConfig, build_world, generate
+from loadgen import KINDS, MALFORMED_KINDS, SimConfig, build_world, generate
 from schemas import Reason, SchemaError, decode_kill_event
 
 START = 1_764_680_400_000
