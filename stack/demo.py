@@ -199,6 +199,8 @@ def _start_children(
     })  # fmt: skip
     adr = [sys.executable, "-m", "adr_cli"]
     calibrate_port = free_port()
+    while calibrate_port == consume_port:  # free_port may hand the same closed port out twice
+        calibrate_port = free_port()
     commands = {
         "consume": [
             *adr, "consume", "--namespace", args.namespace, "--topic", topics["kill"],
