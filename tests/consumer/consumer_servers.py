@@ -20,6 +20,8 @@ from stack import KafkaBroker, free_port, redis_server_bin
 class DurableRedis:
     """redis-server with appendfsync always: a restart loses no acknowledged write."""
 
+    persistence: tuple[str, ...] = ("--appendonly", "yes", "--appendfsync", "always")
+
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
         self.port = free_port()
@@ -33,7 +35,7 @@ class DurableRedis:
         self.workdir.mkdir(parents=True, exist_ok=True)
         argv = [
             redis_server_bin(), "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
-            "--appendonly", "yes", "--appendfsync", "always", "--dir", str(self.workdir),
+            "--dir", str(self.workdir), *self.persistence,
         ]  # fmt: skip
         log = open(self.workdir / "redis.log", "ab")  # noqa: SIM115 - lives with the process
         self._proc = subprocess.Popen(argv, stdout=log, stderr=log)

@@ -8,46 +8,26 @@ leaves an earlier, consistent prefix of the batch writes, offsets included.
 from __future__ import annotations
 
 import shutil
-import subprocess
 import time
 from pathlib import Path
 
 import consumer_support as S
 import redis
+from consumer_servers import DurableRedis
 
 from consumer.config import Config
 from engine import Params
 from redis_layout import Keys
-from stack import free_port, redis_server_bin
 
 
-class SnapshotRedis:
+class SnapshotRedis(DurableRedis):
     """redis-server persisted by RDB only, saved when the test says so (SAVE)."""
 
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.port = free_port()
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+    persistence = ("--appendonly", "no", "--dbfilename", "dump.rdb")
 
     @property
     def dump(self) -> Path:
         return self.workdir / "dump.rdb"
-
-    def start(self) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        argv = [
-            redis_server_bin(), "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
-            "--appendonly", "no", "--dir", str(self.workdir), "--dbfilename", "dump.rdb",
-        ]  # fmt: skip
-        log = open(self.workdir / "redis.log", "ab")  # noqa: SIM115 - lives with the process
-        self._proc = subprocess.Popen(argv, stdout=log, stderr=log)
-        client = redis.Redis.from_url(self.url)
-        S.wait_until(lambda: _answers(client), 20, "redis-server")
-        client.close()
 
     def stop(self) -> None:
         """Stop without saving: what Redis had since the last SAVE is gone."""
@@ -55,13 +35,6 @@ class SnapshotRedis:
             self._proc.kill()
             self._proc.wait(30)
             self._proc = None
-
-
-def _answers(client: redis.Redis) -> bool:
-    try:
-        return bool(client.ping())
-    except redis.ConnectionError:
-        return False
 
 
 def test_redis_restarted_from_an_older_snapshot_is_noticed_and_the_lost_part_applied_again(
