@@ -16,6 +16,7 @@ from tests.deploy._manifests import (
     flag_value,
     load_yaml_docs,
     one,
+    overlay,
 )
 from tests.deploy._metrics import REPO
 
@@ -105,7 +106,7 @@ def test_consumer_health_and_shutdown_match_kubernetes() -> None:
     consumer = _services()["consumer"]
     port = flag_value(consumer["command"], "--metrics-port")
     assert f"127.0.0.1:{port}/healthz" in " ".join(consumer["healthcheck"]["test"])
-    k8s = one("Deployment", "adr-consumer")
+    k8s = one(overlay("prod"), "Deployment", "adr-consumer")
     assert flag_value(container(k8s)["args"], "--metrics-port") == port
     grace = k8s["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
     assert _seconds(consumer["stop_grace_period"]) >= grace

@@ -16,10 +16,12 @@ from tests.deploy._manifests import (
     dashboards,
     load_yaml_docs,
     one,
+    overlay,
     panels,
     rule_exprs,
 )
 from tests.deploy._metrics import REPO, defined_metrics, problems, promql_refs
+from tests.deploy._render import overlay_names
 
 DESIGN = REPO / "docs" / "design.md"
 OPERATIONS = REPO / "docs" / "operations.md"
@@ -69,8 +71,10 @@ def test_every_metric_of_the_design_is_on_the_dashboard() -> None:
     assert not missing
 
 
-def test_prometheusrule_carries_exactly_the_rule_file() -> None:
-    assert one("PrometheusRule", "adr-stream")["spec"] == load_yaml_docs(RULES_FILE)[0]
+@pytest.mark.parametrize("env", overlay_names())
+def test_prometheusrule_carries_exactly_the_rule_file(env: str) -> None:
+    rule = one(overlay(env), "PrometheusRule", "adr-stream")
+    assert rule["spec"] == load_yaml_docs(RULES_FILE)[0]
 
 
 def test_the_alerts_the_issue_names_exist() -> None:
