@@ -287,3 +287,23 @@ def test_workload_args_parse_with_the_adr_cli(env: str) -> None:
         assert args[0] in SUBCOMMANDS
         parsed = build_parser(args).parse_args(args)
         assert isinstance(parsed, argparse.Namespace)
+
+
+@pytest.mark.parametrize("env", ENVIRONMENTS)
+def test_every_series_is_labelled_with_the_pods_pool_and_group(env: str) -> None:
+    """The PodMonitor copies the pods' adr-stream.io/pool and adr-stream.io/group labels onto
+    every series as `pool` and `group` (what the alerts aggregate by); those pod labels name
+    the ADR_NAMESPACE and --group the processes really run with."""
+    objects = overlay(env)
+    (endpoint,) = one(objects, "PodMonitor", "adr-stream")["spec"]["podMetricsEndpoints"]
+    copied = {r["targetLabel"]: r["sourceLabels"] for r in endpoint["relabelings"]}
+    assert copied == {
+        "pool": ["__meta_kubernetes_pod_label_adr_stream_io_pool"],
+        "group": ["__meta_kubernetes_pod_label_adr_stream_io_group"],
+    }
+    for name in WORKLOADS:
+        dep = one(objects, "Deployment", name)
+        labels = dep["spec"]["template"]["metadata"]["labels"]
+        assert labels["adr-stream.io/pool"] == config_map(objects, dep)["data"]["ADR_NAMESPACE"]
+        group = flag_value(container(dep)["args"], "--group")
+        assert labels.get("adr-stream.io/group") == group, name
