@@ -18,6 +18,8 @@ DASHBOARDS = DEPLOY / "grafana" / "dashboards"
 GRAFANA_PROVISIONING = DEPLOY / "grafana" / "provisioning"
 
 Doc = dict[str, Any]
+CONSUMER = "adr-consumer"
+TIERJOB = "adr-tierjob"
 
 
 def load_yaml_docs(path: Path) -> list[Doc]:
@@ -44,6 +46,25 @@ def config_map(objects: list[Doc], workload: Doc) -> Doc:
     refs = [e["configMapRef"]["name"] for e in env_from if "configMapRef" in e]
     assert len(refs) == 1, "one ConfigMap per container"
     return one(objects, "ConfigMap", refs[0])
+
+
+def secret_keys_used(objects: list[Doc], auth: Doc) -> dict[str, set[str]]:
+    """Secret name -> the keys the pods (files they are told to read) and KEDA take from it."""
+    out: dict[str, set[str]] = {}
+    for ref in auth["spec"]["secretTargetRef"]:
+        out.setdefault(ref["name"], set()).add(ref["key"])
+    for name, url_key in ((CONSUMER, "consumer-url"), (TIERJOB, "tierjob-url")):
+        dep = one(objects, "Deployment", name)
+        pod, c = dep["spec"]["template"]["spec"], container(dep)
+        env = {e["name"]: e["value"] for e in c["env"]}
+        mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+        secrets = {v["name"]: v["secret"]["secretName"] for v in pod["volumes"]}
+        assert env["REDIS_URL_FILE"] == f"{mounts['redis-secret']}/{url_key}"
+        out.setdefault(secrets["redis-secret"], set()).add(url_key)
+        kafka_file = config_map(objects, dep)["data"]["ADR_KAFKA_CONFIG_FILE"]
+        assert kafka_file == f"{mounts['kafka-secret']}/client.properties"
+        out.setdefault(secrets["kafka-secret"], set()).add("client.properties")
+    return out
 
 
 def container(deployment: Doc) -> Doc:
