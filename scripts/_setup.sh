@@ -6,6 +6,8 @@
 #   - the mypyc build of the engine and the consumer's hot path into build/mypyc/ (gcc, headers)
 #   - for the tests only (adr_test_tools): Prometheus' promtool, taken out of Debian's
 #     `prometheus` package into .cache/promtool/ (downloaded, not installed: no service starts)
+#   - for the tests only (adr_kustomize_tool): tools/kustomize, the pinned kustomize library that
+#     renders deploy/k8s's overlays, built with Go into $ADR_CACHE_DIR/kustomize/ (~35 s once)
 #   - for the tests only (adr_cpp_example_libs): the headers examples/cpp builds with
 #     (librdkafka-dev, libmsgpack-cxx-dev, nlohmann-json3-dev), when apt-get may install them
 # KAFKA_BOOTSTRAP_SERVERS / REDIS_URL set: the matching local server is not needed, not installed.
@@ -144,8 +146,16 @@ adr_test_tools() {  # promtool for tests/deploy; best effort: without it that on
     rm -rf "$tmp"
   fi
   [ -x "$dir/promtool" ] && export PATH="$dir:$PATH"
+  adr_kustomize_tool
   adr_cpp_example_libs
   return 0
+}
+
+adr_kustomize_tool() {  # tools/kustomize for tests/deploy; rebuilt only when its sources change
+  command -v go >/dev/null 2>&1 || return 0  # tests/deploy then renders with kubectl, or fails
+  (cd "$ADR_ROOT" && "$ADR_VENV/bin/python" -c \
+    'from tests.deploy._render import build_tool; build_tool()') ||
+    _log "warning: could not build tools/kustomize (see above); tests/deploy will say why"
 }
 
 adr_cpp_example_libs() {  # headers for examples/cpp; best effort: without them its tests skip

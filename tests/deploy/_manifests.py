@@ -1,4 +1,4 @@
-"""Loading deploy/: the Kubernetes manifests, the rule files, the dashboard."""
+"""Loading deploy/: the rendered Kubernetes overlays, the rule files, the dashboard."""
 
 from __future__ import annotations
 
@@ -9,15 +9,17 @@ from typing import Any
 import yaml
 
 from tests.deploy._metrics import REPO
+from tests.deploy._render import render_overlay
 
 DEPLOY = REPO / "deploy"
-K8S = DEPLOY / "k8s"
 RULES_FILE = DEPLOY / "prometheus" / "rules.yml"
 PROMETHEUS_CONFIG = DEPLOY / "prometheus" / "prometheus.yml"
 DASHBOARDS = DEPLOY / "grafana" / "dashboards"
 GRAFANA_PROVISIONING = DEPLOY / "grafana" / "provisioning"
 
 Doc = dict[str, Any]
+CONSUMER = "adr-consumer"
+TIERJOB = "adr-tierjob"
 
 
 def load_yaml_docs(path: Path) -> list[Doc]:
@@ -26,17 +28,43 @@ def load_yaml_docs(path: Path) -> list[Doc]:
         return [d for d in yaml.safe_load_all(fh) if d is not None]
 
 
-def k8s_objects() -> list[tuple[Path, Doc]]:
-    """(file, object) for every manifest the kustomization lists, in its order."""
-    kustomization = load_yaml_docs(K8S / "kustomization.yaml")[0]
-    return [(K8S / r, d) for r in kustomization["resources"] for d in load_yaml_docs(K8S / r)]
-
-
-def one(kind: str, name: str) -> Doc:
+def one(objects: list[Doc], kind: str, name: str) -> Doc:
     """The single object of `kind` called `name`."""
-    found = [d for _, d in k8s_objects() if d["kind"] == kind and d["metadata"]["name"] == name]
+    found = [d for d in objects if d["kind"] == kind and d["metadata"]["name"] == name]
     assert len(found) == 1, f"want exactly one {kind}/{name}, found {len(found)}"
     return found[0]
+
+
+def overlay(name: str) -> list[Doc]:
+    """The objects `kubectl apply -k deploy/k8s/overlays/<name>` would create."""
+    return render_overlay(name)
+
+
+def config_map(objects: list[Doc], workload: Doc) -> Doc:
+    """The ConfigMap a workload's container takes its environment from (a generated name)."""
+    env_from = container(workload).get("envFrom", [])
+    refs = [e["configMapRef"]["name"] for e in env_from if "configMapRef" in e]
+    assert len(refs) == 1, "one ConfigMap per container"
+    return one(objects, "ConfigMap", refs[0])
+
+
+def secret_keys_used(objects: list[Doc], auth: Doc) -> dict[str, set[str]]:
+    """Secret name -> the keys the pods (files they are told to read) and KEDA take from it."""
+    out: dict[str, set[str]] = {}
+    for ref in auth["spec"]["secretTargetRef"]:
+        out.setdefault(ref["name"], set()).add(ref["key"])
+    for name, url_key in ((CONSUMER, "consumer-url"), (TIERJOB, "tierjob-url")):
+        dep = one(objects, "Deployment", name)
+        pod, c = dep["spec"]["template"]["spec"], container(dep)
+        env = {e["name"]: e["value"] for e in c["env"]}
+        mounts = {m["name"]: m["mountPath"] for m in c["volumeMounts"]}
+        secrets = {v["name"]: v["secret"]["secretName"] for v in pod["volumes"]}
+        assert env["REDIS_URL_FILE"] == f"{mounts['redis-secret']}/{url_key}"
+        out.setdefault(secrets["redis-secret"], set()).add(url_key)
+        kafka_file = config_map(objects, dep)["data"]["ADR_KAFKA_CONFIG_FILE"]
+        assert kafka_file == f"{mounts['kafka-secret']}/client.properties"
+        out.setdefault(secrets["kafka-secret"], set()).add("client.properties")
+    return out
 
 
 def container(deployment: Doc) -> Doc:

@@ -16,8 +16,12 @@ import promql_parser
 REPO = Path(__file__).resolve().parents[2]
 METRIC_PACKAGES = ("consumer", "tierjob")
 _KINDS = {"Counter", "Gauge", "Histogram", "Summary"}
-# Labels Prometheus itself attaches to every scraped series, and the histogram bucket label.
-TARGET_LABELS = frozenset({"instance", "job", "pod", "namespace", "container", "service"})
+# Labels Prometheus itself attaches to every scraped series, and those the scrape configs add
+# (deploy/k8s/base/podmonitor.yaml, deploy/prometheus/prometheus.yml): the rating pool and,
+# for consumers, the consumer group.
+TARGET_LABELS = frozenset(
+    {"instance", "job", "pod", "namespace", "container", "service", "pool", "group"}
+)
 
 
 @dataclass
@@ -138,7 +142,7 @@ def defined_metrics(packages: tuple[str, ...] = METRIC_PACKAGES) -> Definitions:
 @dataclass
 class Refs:
     metrics: set[str] = field(default_factory=set)
-    # (labels grouped by / matched on, metric names under that aggregation)
+    # (labels grouped by, metric names under that aggregation); () for `without` or none
     groupings: list[tuple[tuple[str, ...], frozenset[str]]] = field(default_factory=list)
 
 
@@ -157,8 +161,9 @@ def _walk(node: object, refs: Refs) -> set[str]:
         names = _walk(node.expr, refs)
         if node.param is not None:
             _walk(node.param, refs)
-        if node.modifier is not None and node.modifier.type == promql_parser.AggModifierType.By:
-            refs.groupings.append((tuple(node.modifier.labels), frozenset(names)))
+        by = node.modifier is not None and node.modifier.type == promql_parser.AggModifierType.By
+        labels = tuple(node.modifier.labels) if by and node.modifier is not None else ()
+        refs.groupings.append((labels, frozenset(names)))
         return names
     if isinstance(node, promql_parser.BinaryExpr):
         return _walk(node.lhs, refs) | _walk(node.rhs, refs)

@@ -16,6 +16,7 @@ from tests.deploy._manifests import (
     flag_value,
     load_yaml_docs,
     one,
+    overlay,
 )
 from tests.deploy._metrics import REPO
 
@@ -105,7 +106,19 @@ def test_consumer_health_and_shutdown_match_kubernetes() -> None:
     consumer = _services()["consumer"]
     port = flag_value(consumer["command"], "--metrics-port")
     assert f"127.0.0.1:{port}/healthz" in " ".join(consumer["healthcheck"]["test"])
-    k8s = one("Deployment", "adr-consumer")
+    k8s = one(overlay("prod"), "Deployment", "adr-consumer")
     assert flag_value(container(k8s)["args"], "--metrics-port") == port
     grace = k8s["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
     assert _seconds(consumer["stop_grace_period"]) >= grace
+
+
+def test_prometheus_labels_the_series_with_the_services_pool_and_group() -> None:
+    """What the alerts aggregate by: `pool` (ADR_NAMESPACE) and, for consumers, `group`."""
+    jobs = {j["job_name"]: j for j in load_yaml_docs(PROMETHEUS_CONFIG)[0]["scrape_configs"]}
+    for job, service in (("adr-consumer", "consumer"), ("adr-tierjob", "tierjob")):
+        added = {r["target_label"]: r["replacement"] for r in jobs[job]["relabel_configs"]}
+        spec = _services()[service]
+        want = {"pool": spec["environment"]["ADR_NAMESPACE"]}
+        if (group := flag_value(spec["command"], "--group")) is not None:
+            want["group"] = group
+        assert added == want, job

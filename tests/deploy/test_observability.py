@@ -6,6 +6,7 @@ import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,10 +17,12 @@ from tests.deploy._manifests import (
     dashboards,
     load_yaml_docs,
     one,
+    overlay,
     panels,
     rule_exprs,
 )
 from tests.deploy._metrics import REPO, defined_metrics, problems, promql_refs
+from tests.deploy._render import overlay_names
 
 DESIGN = REPO / "docs" / "design.md"
 OPERATIONS = REPO / "docs" / "operations.md"
@@ -69,8 +72,10 @@ def test_every_metric_of_the_design_is_on_the_dashboard() -> None:
     assert not missing
 
 
-def test_prometheusrule_carries_exactly_the_rule_file() -> None:
-    assert one("PrometheusRule", "adr-stream")["spec"] == load_yaml_docs(RULES_FILE)[0]
+@pytest.mark.parametrize("env", overlay_names())
+def test_prometheusrule_carries_exactly_the_rule_file(env: str) -> None:
+    rule = one(overlay(env), "PrometheusRule", "adr-stream")
+    assert rule["spec"] == load_yaml_docs(RULES_FILE)[0]
 
 
 def test_the_alerts_the_issue_names_exist() -> None:
@@ -85,16 +90,63 @@ def test_the_alerts_the_issue_names_exist() -> None:
     assert wanted <= alerts
 
 
-def test_every_alert_has_a_runbook_section_in_operations_md() -> None:
-    anchors = {
-        re.sub(r"[^a-z0-9 -]", "", h.strip().lower()).replace(" ", "-")
-        for h in re.findall(r"^#+ (.+)$", OPERATIONS.read_text(), flags=re.M)
-    }
-    for group in load_yaml_docs(RULES_FILE)[0]["groups"]:
-        for rule in group["rules"]:
-            page, _, anchor = rule["annotations"]["runbook"].partition("#")
-            assert page == "docs/operations.md"
-            assert anchor in anchors, rule["alert"]
+# Where every alert's runbook_url points: a section of the docs on the project's repository.
+RUNBOOK_BASE = "https://github.com/adr-stream/adr-stream/blob/main/"
+# The labels every aggregation of an alert keeps, by rule group: the rating pool and, for the
+# consumer, its consumer group (a rebuild runs its own pool and group beside production's).
+ALERT_SCOPE = {"adr-stream.consumer": {"pool", "group"}, "adr-stream.tierjob": {"pool"}}
+
+
+def _rules() -> list[tuple[str, dict[str, Any]]]:
+    return [(g["name"], r) for g in load_yaml_docs(RULES_FILE)[0]["groups"] for r in g["rules"]]
+
+
+RULES = [pytest.param(g, r, id=r["alert"]) for g, r in _rules()]
+
+
+def github_anchors(markdown: str) -> set[str]:
+    """The anchors GitHub gives a Markdown file's headings: the heading's text (inline code,
+    emphasis and link targets dropped), lower-cased, characters other than letters, digits,
+    `_`, `-` and spaces removed, spaces turned into `-`; a repeated slug gets -1, -2, ..."""
+    seen: dict[str, int] = {}
+    out = set()
+    in_fence = False
+    for line in markdown.splitlines():
+        if line.lstrip().startswith("```"):
+            in_fence = not in_fence
+        heading = re.match(r"^#{1,6} +(.+?) *#* *$", line)
+        if in_fence or not heading:
+            continue
+        text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading.group(1))
+        slug = re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+        n = seen.get(slug, 0)
+        seen[slug] = n + 1
+        out.add(slug if n == 0 else f"{slug}-{n}")
+    return out
+
+
+def test_github_anchors_follow_githubs_rules() -> None:
+    md = "# Fault matrix\n## `adr check`: exit codes\n```\n# not a heading\n```\n## A, b\n## A, b\n"
+    assert github_anchors(md) == {"fault-matrix", "adr-check-exit-codes", "a-b", "a-b-1"}
+
+
+@pytest.mark.parametrize(("group", "rule"), RULES)
+def test_every_alert_has_a_runbook_url_to_a_docs_heading(group: str, rule: dict[str, Any]) -> None:
+    url = rule["annotations"]["runbook_url"]
+    assert url.startswith(RUNBOOK_BASE)
+    path, _, anchor = url.removeprefix(RUNBOOK_BASE).partition("#")
+    assert anchor == rule["alert"].lower(), "one section per alert, named after it"
+    assert anchor in github_anchors((REPO / path).read_text()), f"{path} has no #{anchor}"
+
+
+@pytest.mark.parametrize(("group", "rule"), RULES)
+def test_every_alert_is_per_pool_and_consumer_group(group: str, rule: dict[str, Any]) -> None:
+    """Each aggregation keeps the pool (and the consumer group): a rebuild's draining lag in
+    another pool or group neither fires an alert nor hides production's (rules_test.yml)."""
+    groupings = promql_refs(rule["expr"]).groupings
+    assert groupings, "an alert over one series per process would page once per pod"
+    for labels, names in groupings:
+        assert ALERT_SCOPE[group] <= set(labels), f"aggregation over {sorted(names)} by {labels}"
 
 
 def test_dashboard_structure() -> None:
