@@ -19,6 +19,7 @@ from typing import Any, Final
 
 from runtime._errors import KafkaSettingsError
 from runtime.secrets import redact_settings
+from runtime.settings import key_values
 
 ENV_FILE: Final = "ADR_KAFKA_CONFIG_FILE"
 ENV_PAIRS: Final = "ADR_KAFKA_CONFIG"
@@ -46,13 +47,9 @@ def read_properties(path: Path) -> dict[str, str]:
 
 def parse_pairs(pairs: Iterable[str]) -> dict[str, str]:
     """`KEY=VALUE` strings (flags or the env list) as a dict; the last of a key wins."""
-    settings: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise KafkaSettingsError(f"bad Kafka setting {pair!r}: expected KEY=VALUE")
-        settings[key.strip()] = value.strip()
-    return settings
+    return key_values(
+        pairs, lambda p: KafkaSettingsError(f"bad Kafka setting {p!r}: expected KEY=VALUE")
+    )
 
 
 def _canonical(value: object) -> str:
