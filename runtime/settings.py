@@ -211,8 +211,8 @@ def settings_repr(obj: object) -> str:
     shown = []
     for f in dataclasses.fields(obj):  # type: ignore[arg-type]
         value = getattr(obj, f.name)
-        if f.name in secret and isinstance(value, str) and value:
-            value = redact_url(value) if "://" in value else MASK
+        if f.name in secret and value not in ("", None):
+            value = redact_url(value) if isinstance(value, str) and "://" in value else MASK
         shown.append(f"{f.name}={value!r}")
     return f"{type(obj).__name__}({', '.join(shown)})"
 
