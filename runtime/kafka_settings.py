@@ -19,8 +19,9 @@ from typing import Any, Final
 
 from runtime._errors import KafkaSettingsError
 from runtime.secrets import redact_settings
-from runtime.settings import key_values
+from runtime.settings import add_settings_arguments, key_values, setting, settings_from_args
 
+DEFAULT_BOOTSTRAP: Final = "127.0.0.1:9092"
 ENV_FILE: Final = "ADR_KAFKA_CONFIG_FILE"
 ENV_PAIRS: Final = "ADR_KAFKA_CONFIG"
 _SAME: Final = {"all": "-1", "true": "true", "false": "false"}
@@ -87,6 +88,27 @@ class KafkaSettings:
             if key not in guarded:
                 merged[key] = value
         return merged
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Broker:
+    """The Kafka cluster a short command (`adr topics`, `adr check --topic`) talks to."""
+
+    bootstrap_servers: str = setting(
+        DEFAULT_BOOTSTRAP, env="KAFKA_BOOTSTRAP_SERVERS", help="Kafka bootstrap servers"
+    )
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        """`--bootstrap-servers` (no config file: see runtime.settings)."""
+        add_settings_arguments(parser, cls, config_file=False)
+
+    @classmethod
+    def from_args(
+        cls, args: argparse.Namespace, environ: Mapping[str, str] | None = None
+    ) -> Broker:
+        """The flag, else KAFKA_BOOTSTRAP_SERVERS (or its _FILE), else the default."""
+        return cls(**settings_from_args(cls, args, environ))
 
 
 def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:

@@ -135,16 +135,24 @@ def _kind(hint: object) -> tuple[type, bool]:
     raise TypeError(f"a setting must be str, int, float or one of them | None, not {hint!r}")
 
 
-def add_settings_arguments(parser: argparse.ArgumentParser, cls: type) -> None:
-    """One `--flag` per setting of `cls` (help: the line, env, default), and `--config FILE`."""
-    parser.add_argument(
-        "--config",
-        dest="config_file",
-        metavar="FILE",
-        default=None,
-        help="TOML file of the settings below, keys as the flags with _ (namespace = 'pool1'); "
-        f"flags and env win (env {CONFIG_FILE_ENV})",
-    )
+def add_settings_arguments(
+    parser: argparse.ArgumentParser, cls: type, *, config_file: bool = True
+) -> None:
+    """One `--flag` per setting of `cls` (help: the line, env, default), and `--config FILE`.
+
+    Without `config_file`, neither `--config` nor ADR_CONFIG_FILE is read: for the short
+    commands (`adr leaderboard`, `adr topics`, ...) run by hand inside a service's pod, whose
+    ADR_CONFIG_FILE names keys they do not have.
+    """
+    if config_file:
+        parser.add_argument(
+            "--config",
+            dest="config_file",
+            metavar="FILE",
+            default=None,
+            help="TOML file of the settings below, keys as the flags with _ (namespace = 'pool1'); "
+            f"flags and env win (env {CONFIG_FILE_ENV})",
+        )
     for f in fields(cls):
         parser.add_argument(
             f.flag, dest=f.name, type=f.kind, default=None, help=help_line(f.setting, f.default)
@@ -170,7 +178,9 @@ def settings_from_args(
     Settings given nowhere are left out, so the dataclass's own defaults apply.
     """
     env = os.environ if environ is None else environ
-    path = getattr(args, "config_file", None) or env.get(CONFIG_FILE_ENV) or None
+    path = getattr(args, "config_file", None) or None
+    if path is None and hasattr(args, "config_file"):  # the parser took --config
+        path = env.get(CONFIG_FILE_ENV) or None
     settings = fields(cls)
     in_file = read_config_file(Path(path), settings) if path else {}
     values: dict[str, Any] = {}

@@ -17,6 +17,7 @@ from adr_cli.main import main
 from consumer import ConsumerError
 from consumer import config as consumer_config
 from runtime import RuntimeConfigError, SecretFileError, SettingsError
+from runtime.kafka_settings import Broker
 from runtime.settings import (
     CONFIG_FILE_ENV,
     add_settings_arguments,
@@ -309,3 +310,17 @@ def test_a_bad_config_file_exits_2_before_any_connection(
     assert main([command, "--config", str(path)]) == 2
     captured = capsys.readouterr()
     assert "unknown key 'no_such_setting'" in captured.err + captured.out
+
+
+def test_short_commands_read_flags_and_environment_but_no_config_file(tmp_path: Path) -> None:
+    """`adr topics` / `check` / `simulate` / `leaderboard` run by hand in a service's pod: that
+    pod's ADR_CONFIG_FILE names the service's keys, which they do not have."""
+    parser = argparse.ArgumentParser()
+    Broker.add_arguments(parser)
+    env = {CONFIG_FILE_ENV: str(_toml(tmp_path, "batch_size = 1\n"))}
+    assert Broker.from_args(parser.parse_args([]), env).bootstrap_servers == "127.0.0.1:9092"
+    env["KAFKA_BOOTSTRAP_SERVERS"] = "k:1"
+    assert Broker.from_args(parser.parse_args([]), env).bootstrap_servers == "k:1"
+    assert Broker.from_args(parser.parse_args(["--bootstrap-servers", "f:2"]), env) == Broker("f:2")
+    with pytest.raises(SystemExit):  # argparse: unrecognized arguments
+        parser.parse_args(["--config", "x.toml"])
