@@ -13,16 +13,18 @@ Precedence, per setting: the flag, else the environment variable (or the file it
 names: runtime.secrets.env_value), else the TOML file given by `--config FILE` or
 `ADR_CONFIG_FILE` (keys are the field names, e.g. `batch_size = 500`), else the field's default.
 An environment variable set to the empty string counts as unset, as an empty `NAME_FILE` does.
-A value that does not parse, a file that cannot be read or parsed, an unknown key or a key of the
-wrong TOML type raises `SettingsError` (a RuntimeConfigError) naming the variable, flag or key;
-the process wraps it in its own root exception and exits 2. A setting declared `secret=True`
-never appears in an error message, and `settings_repr` masks it.
+A bad flag value is argparse's usage error (exit 2). An environment value that does not parse,
+a file that cannot be read or parsed, an unknown key or a key of the wrong TOML type raises
+`SettingsError` (a RuntimeConfigError) naming the variable or key; the process wraps it in its
+own root exception and exits 2. A setting declared `secret=True` never appears in an error
+message, and `settings_repr` masks it. The short commands pass `config_file=False`: no
+`--config`, and ADR_CONFIG_FILE (a service's file, in its pod) is not read.
 
-Why not pydantic-settings: it would bring pydantic and its compiled core into every image for
-about 150 lines of work, and still need custom sources for what the processes already do (the
-`NAME_FILE` secret convention, the one-line `--help` with env and default, the `__post_init__`
-checks that raise each package's own exception). The configs stay plain frozen dataclasses,
-which the rest of the code and the tests already build directly.
+Why not pydantic-settings: it would add pydantic and its compiled core to every image for what
+is here some 150 lines, and would still need custom sources for what the processes already do:
+the `NAME_FILE` convention (pydantic-settings reads a `secrets_dir` of files named after the
+fields instead), the one-line `--help` with env and default, errors in each package's own root
+exception. The configs stay plain frozen dataclasses that code and tests build directly.
 """
 
 from __future__ import annotations
