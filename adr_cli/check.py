@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from runtime import add_kafka_arguments, kafka_settings_from_args, redact_text
+from runtime.kafka_settings import Broker
 from schemas import Limits, SchemaError, decode_kill_event
 from schemas._limits import DEFAULT_MAX_AGE_MS, DEFAULT_MAX_FUTURE_MS
 from schemas.vectors.generate import meaning, unpack
@@ -102,8 +103,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(default earliest)")  # fmt: skip
     add("--timeout-s", type=float, default=30.0,
         help="give up reading --topic after this long (default 30)")  # fmt: skip
-    add("--bootstrap-servers", default=None, help="Kafka bootstrap servers for --topic "
-        "(env KAFKA_BOOTSTRAP_SERVERS; default 127.0.0.1:9092)")  # fmt: skip
+    Broker.add_arguments(parser)
     add_kafka_arguments(parser)
     add("--now-ms", type=int, default=None,
         help="judge event times against this clock, ms (default: now; e.g. a vectors file's "
@@ -173,9 +173,7 @@ def _topic_samples(args: argparse.Namespace) -> list[Sample]:
     """Up to --count messages of --topic, by manual assignment (no group offsets touched)."""
     from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-    bootstrap = args.bootstrap_servers or os.environ.get(
-        "KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"
-    )
+    bootstrap = Broker.from_args(args).bootstrap_servers
     kafka = kafka_settings_from_args(args)
     ours = {
         "group.id": f"adr-check-{os.getpid()}-{time.monotonic_ns()}",

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from runtime import RuntimeConfigError, add_kafka_arguments, kafka_settings_from_args, redact_text
+from runtime.kafka_settings import Broker
 
 EXIT_OK: Final = 0
 EXIT_MISMATCH: Final = 1
@@ -110,8 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add = parser.add_argument
     add("action", choices=("create", "check"), help="create missing topics, or only check")
-    add("--bootstrap-servers", default=None, help="Kafka bootstrap servers "
-        "(env KAFKA_BOOTSTRAP_SERVERS; default 127.0.0.1:9092)")  # fmt: skip
+    Broker.add_arguments(parser)
     add("--partitions", type=int, default=12,
         help="partitions of kill-events and rating-changes (default 12)")  # fmt: skip
     add("--replication-factor", type=int, default=3, help="replicas per partition (default 3); "
@@ -131,7 +131,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Create and/or check; one JSON line per topic on stdout."""
-    import os
 
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
@@ -139,10 +138,8 @@ def run(args: argparse.Namespace) -> int:
     if args.partitions < 1 or args.replication_factor < 1 or args.consumer_replicas < 0:
         print("adr topics: partitions and replication must be >= 1", file=sys.stderr)
         return EXIT_USAGE
-    bootstrap = args.bootstrap_servers or os.environ.get(
-        "KAFKA_BOOTSTRAP_SERVERS", "127.0.0.1:9092"
-    )
     try:
+        bootstrap = Broker.from_args(args).bootstrap_servers
         kafka = kafka_settings_from_args(args)
         admin = AdminClient(kafka.apply({}, {"bootstrap.servers": bootstrap}))
         states = _describe(admin, specs(args))

@@ -6,18 +6,15 @@ import argparse
 import logging
 
 from consumer._errors import ConsumerError
-from consumer.config import add_arguments as _add_config_arguments
-from consumer.config import from_args
+from consumer.config import add_arguments, from_args
 from engine import ParamError, Params
 from runtime import RuntimeConfigError, redact_text
 from runtime import logs as _log
 
+__all__ = ["add_arguments", "run"]  # what adr_cli.main calls
+
 EXIT_CONFIG = 2
 log = logging.getLogger("adr.consumer")
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    _add_config_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -17,8 +17,9 @@ import redis
 
 from leaderboard._errors import PlayerNotFound
 from leaderboard.board import Board, Entry, TierTable
-from runtime import RuntimeConfigError, connect, env_value, redact_text
+from runtime import RuntimeConfigError, connect, redact_text
 from runtime.params import add_param_argument
+from runtime.settings import add_settings_arguments, setting, settings_from_args, settings_repr
 from tierjob._errors import TierJobError
 from tierjob.config import DEFAULT_REDIS_URL, params_from_args
 
@@ -44,17 +45,22 @@ def _non_negative(text: str) -> int:
     return value
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Pool:
+    """The rating pool the leaderboard reads."""
+
+    redis_url: str = setting(
+        DEFAULT_REDIS_URL, env="REDIS_URL", help="Redis of the rating pool", secret=True
+    )
+    namespace: str = setting("adr", env="ADR_NAMESPACE", help="the rating pool")
+
+    def __repr__(self) -> str:
+        return settings_repr(self)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = _EPILOG
-    parser.add_argument(
-        "--redis-url",
-        default=None,
-        help=f"Redis of the rating pool (env REDIS_URL or REDIS_URL_FILE; default "
-        f"{DEFAULT_REDIS_URL})",
-    )
-    parser.add_argument(
-        "--namespace", default=None, help="the rating pool (env ADR_NAMESPACE; default adr)"
-    )
+    add_settings_arguments(parser, _Pool, config_file=False)
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
     add_param_argument(parser)
     actions = parser.add_subparsers(dest="action", metavar="ACTION", help="what to read")
@@ -76,11 +82,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    namespace = args.namespace or os.environ.get("ADR_NAMESPACE") or "adr"
     try:
-        url = args.redis_url or env_value(os.environ, "REDIS_URL") or DEFAULT_REDIS_URL
+        pool = _Pool(**settings_from_args(_Pool, args))
+        namespace = pool.namespace
         params = params_from_args(args, os.environ)
-        client = connect(url, namespace)
+        client = connect(pool.redis_url, namespace)
     except (TierJobError, RuntimeConfigError) as exc:
         print(f"adr leaderboard: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -10,7 +10,6 @@ import argparse
 import dataclasses
 import json
 import logging
-import os
 import signal
 import sys
 import time
@@ -26,6 +25,7 @@ from runtime import (
 )
 from runtime import logs as _log
 from runtime.kafka_produce import produce_waiting
+from runtime.settings import add_settings_arguments, setting, settings_from_args
 
 __all__ = [
     "add_arguments",
@@ -43,19 +43,26 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 # --- the imperative shell -------------------------------------------------------------------
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Target:
+    """Where `adr simulate` publishes; what it publishes is SimConfig."""
+
+    bootstrap_servers: str | None = setting(
+        None, env="KAFKA_BOOTSTRAP_SERVERS", help="Kafka bootstrap servers"
+    )
+    topic: str = setting("kill-events", env="ADR_TOPIC", help="topic to publish to")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of `adr simulate`."""
     d = SimConfig()
     add = parser.add_argument
-    add("--bootstrap-servers", default=os.environ.get("KAFKA_BOOTSTRAP_SERVERS"),
-        help="Kafka bootstrap servers (env KAFKA_BOOTSTRAP_SERVERS)")  # fmt: skip
+    add_settings_arguments(parser, _Target, config_file=False)
     add_kafka_arguments(parser)
     parser.epilog = (
         "exit status: 0 every message delivered (or written); 1 a delivery failed or Kafka "
         "cannot be reached; 2 usage. A JSON summary goes to stdout."
     )
-    add("--topic", default=os.environ.get("ADR_TOPIC", "kill-events"),
-        help="topic to publish to (env ADR_TOPIC; default kill-events)")  # fmt: skip
     add("--arenas", type=int, default=d.arenas, help=f"simulated arenas (default {d.arenas})")
     add("--players", type=int, default=d.players, help=f"simulated players (default {d.players})")
     add("--rate", type=float, default=1000.0, help="messages per second; 0 = as fast as possible")
@@ -160,11 +167,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         cfg = config_from_args(args)
         kafka = kafka_settings_from_args(args)
+        where = _Target(**settings_from_args(_Target, args))
     except ValueError as exc:  # RuntimeConfigError is a ValueError
         log.error("bad configuration", extra={"error": str(exc)})
         return EXIT_USAGE
     use_kafka = not args.no_kafka
-    if use_kafka and not args.bootstrap_servers:
+    if use_kafka and not where.bootstrap_servers:
         log.error("no --bootstrap-servers (or KAFKA_BOOTSTRAP_SERVERS); use --no-kafka --out F")
         return EXIT_USAGE
     if not use_kafka and not args.out:
@@ -176,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
 
         try:
             producer = _producer(
-                args.bootstrap_servers, args.topic, args.partitions, args.compression, kafka
+                where.bootstrap_servers or "", where.topic, args.partitions, args.compression, kafka
             )
         except RuntimeConfigError as exc:
             log.error("bad Kafka configuration", extra={"error": str(exc)})
@@ -189,16 +197,16 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         log.error("cannot write --out", extra={"error": str(exc)})
         return EXIT_USAGE
-    target = {"topic": args.topic if use_kafka else None, "out": args.out, "rate": args.rate}
+    target = {"topic": where.topic if use_kafka else None, "out": args.out, "rate": args.rate}
     log.info("simulating", extra={**target, **dataclasses.asdict(cfg)})
-    summary = _pump(cfg, args, producer, out)
+    summary = _pump(cfg, args, where.topic, producer, out)
     sys.stdout.write(json.dumps(summary) + "\n")
     sys.stdout.flush()
     return EXIT_OK if summary["failed"] == 0 else EXIT_FAILED
 
 
 def _pump(
-    cfg: SimConfig, args: argparse.Namespace, producer: Any, out: IO[str] | None
+    cfg: SimConfig, args: argparse.Namespace, topic: str, producer: Any, out: IO[str] | None
 ) -> dict[str, Any]:
     """Send the stream until done or SIGINT/SIGTERM; flush; return the summary."""
     stop: list[bool] = [False]
@@ -228,7 +236,7 @@ def _pump(
                 break
             bucket.take()
             if producer is not None:
-                _produce(producer, args.topic, msg, _on_delivery)
+                _produce(producer, topic, msg, _on_delivery)
             if out is not None and msg.event is not None:
                 out.write(replay_line(msg.event) + "\n")
             counts[msg.kind] += 1
@@ -249,7 +257,7 @@ def _pump(
         "delivered": delivery["delivered"] if producer is not None else None,
         "failed": delivery["failed"] + undelivered,
         "by_kind": counts,
-        "topic": args.topic if producer is not None else None,
+        "topic": topic if producer is not None else None,
         "out": args.out,
         "seed": cfg.seed,
         "elapsed_s": round(elapsed, 3),

@@ -1,16 +1,22 @@
-"""What every adr process shares below the services: operator Kafka settings, secrets, and
-the connection to a rating pool's Redis (one server, TLS, Sentinel, Cluster).
+"""What every adr process shares below the services: its settings (runtime.settings: flags,
+environment, a TOML file, from one dataclass), operator Kafka settings, secrets, and the
+connection to a rating pool's Redis (one server, TLS, Sentinel, Cluster).
 
 The Redis names (`connect`, `pool_slot`, `RedisUrlError`) load on first use: every `adr` command
 imports this package, and only those that talk to Redis should pay for importing redis-py.
 
 Exceptions: `RuntimeConfigError` (root, a ValueError) ← `KafkaSettingsError`,
-`SecretFileError`, `RedisUrlError`.
+`SecretFileError`, `SettingsError`, `RedisUrlError`.
 """
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
-from runtime._errors import KafkaSettingsError, RuntimeConfigError, SecretFileError
+from runtime._errors import (
+    KafkaSettingsError,
+    RuntimeConfigError,
+    SecretFileError,
+    SettingsError,
+)
 from runtime.kafka_settings import (
     KafkaSettings,
     add_kafka_arguments,
@@ -26,6 +32,7 @@ __all__ = [
     "RedisUrlError",
     "RuntimeConfigError",
     "SecretFileError",
+    "SettingsError",
     "add_kafka_arguments",
     "connect",
     "env_value",

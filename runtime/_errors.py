@@ -13,3 +13,7 @@ class KafkaSettingsError(RuntimeConfigError):
 
 class SecretFileError(RuntimeConfigError):
     """A `*_FILE` secret cannot be read, or is given both inline and as a file."""
+
+
+class SettingsError(RuntimeConfigError):
+    """A flag, environment variable or config-file value does not fit its setting."""

@@ -19,7 +19,9 @@ from typing import Any, Final
 
 from runtime._errors import KafkaSettingsError
 from runtime.secrets import redact_settings
+from runtime.settings import add_settings_arguments, key_values, setting, settings_from_args
 
+DEFAULT_BOOTSTRAP: Final = "127.0.0.1:9092"
 ENV_FILE: Final = "ADR_KAFKA_CONFIG_FILE"
 ENV_PAIRS: Final = "ADR_KAFKA_CONFIG"
 _SAME: Final = {"all": "-1", "true": "true", "false": "false"}
@@ -46,13 +48,9 @@ def read_properties(path: Path) -> dict[str, str]:
 
 def parse_pairs(pairs: Iterable[str]) -> dict[str, str]:
     """`KEY=VALUE` strings (flags or the env list) as a dict; the last of a key wins."""
-    settings: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key.strip():
-            raise KafkaSettingsError(f"bad Kafka setting {pair!r}: expected KEY=VALUE")
-        settings[key.strip()] = value.strip()
-    return settings
+    return key_values(
+        pairs, lambda p: KafkaSettingsError(f"bad Kafka setting {p!r}: expected KEY=VALUE")
+    )
 
 
 def _canonical(value: object) -> str:
@@ -90,6 +88,27 @@ class KafkaSettings:
             if key not in guarded:
                 merged[key] = value
         return merged
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Broker:
+    """The Kafka cluster a short command (`adr topics`, `adr check --topic`) talks to."""
+
+    bootstrap_servers: str = setting(
+        DEFAULT_BOOTSTRAP, env="KAFKA_BOOTSTRAP_SERVERS", help="Kafka bootstrap servers"
+    )
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        """`--bootstrap-servers` (no config file: see runtime.settings)."""
+        add_settings_arguments(parser, cls, config_file=False)
+
+    @classmethod
+    def from_args(
+        cls, args: argparse.Namespace, environ: Mapping[str, str] | None = None
+    ) -> Broker:
+        """The flag, else KAFKA_BOOTSTRAP_SERVERS (or its _FILE), else the default."""
+        return cls(**settings_from_args(cls, args, environ))
 
 
 def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:

@@ -6,6 +6,7 @@ import argparse
 from collections.abc import Iterable, Mapping
 
 from engine import ParamError
+from runtime.settings import key_values
 
 ENV_VAR = "ADR_PARAMS"
 
@@ -29,10 +30,4 @@ def param_overrides(
     """NAME -> VALUE from `ADR_PARAMS` (when environ is given), then the flags; later wins."""
     items = [p for p in (environ or {}).get(ENV_VAR, "").split(",") if p.strip()]
     items += list(flag_items)
-    overrides: dict[str, str] = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise ParamError(f"--param expects NAME=VALUE, got {item!r}")
-        overrides[name.strip()] = value.strip()
-    return overrides
+    return key_values(items, lambda item: ParamError(f"--param expects NAME=VALUE, got {item!r}"))

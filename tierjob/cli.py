@@ -24,10 +24,11 @@ from runtime import RuntimeConfigError, connect, redact_text
 from runtime import logs as _log
 from tierjob._errors import TierJobError
 from tierjob.calibration import CalibrationResult, Calibrator
-from tierjob.config import Config, from_args
-from tierjob.config import add_arguments as _add_config_arguments
+from tierjob.config import Config, add_arguments, from_args
 from tierjob.metrics import Metrics
 from tierjob.publish import TopicPublisher
+
+__all__ = ["add_arguments", "run"]  # what adr_cli.main calls
 
 _MIN_STALL_S = 120.0
 log = logging.getLogger("adr.calibrate")
@@ -35,10 +36,6 @@ log = logging.getLogger("adr.calibrate")
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    _add_config_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:

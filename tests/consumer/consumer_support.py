@@ -10,19 +10,24 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import redis
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from consumer._redis_codec import FIELDS, decode_player
+from consumer._store import Store
 from consumer.config import Config
 from consumer.pipeline import Pipeline
 from engine import Params, PlayerState, RatingBook, Snapshot, sigma_units
 from redis_layout import Keys
 from runtime.kafka_produce import produce_waiting
 from schemas import KillEvent, encode_kill_event, kill_event
+from stack.testing import TopicAdmin
 
 REL_TOL = 1e-9
 SNAPSHOT = Snapshot(
@@ -102,6 +107,23 @@ def rating_pool(redis_url: str, unique_name: Callable[[str], str]) -> tuple[str,
     client = redis.Redis.from_url(redis_url)
     publish_snapshot(client, keys, SNAPSHOT)
     return ns, keys, client
+
+
+def pool_on_topic(
+    kafka_admin: TopicAdmin, redis_url: str, unique_name: Callable[[str], str], partitions: int = 1
+) -> tuple[str, str, Keys, redis.Redis]:
+    """A fresh kill-events topic and a rating pool beside it: (topic, namespace, keys, client)."""
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=partitions)
+    return (topic, *rating_pool(redis_url, unique_name))
+
+
+def fresh_store(
+    redis_url: str, unique_name: Callable[[str], str], params: Params
+) -> tuple[redis.Redis, Keys, Store]:
+    """A Store of topic kill-events on a fresh namespace (no snapshot): (client, keys, store)."""
+    client = redis.Redis.from_url(redis_url)
+    keys = Keys(unique_name("ns"))
+    return client, keys, Store(client, keys, "kill-events", params)
 
 
 def replay(evs: Iterable[KillEvent], params: Params, snapshot: Snapshot) -> RatingBook:
@@ -192,6 +214,15 @@ def assert_redis_equals_replay(
     assert counts == want_counts
 
 
+def assert_as_replayed(
+    client: redis.Redis, keys: Keys, evs: Iterable[KillEvent], params: Params
+) -> RatingBook:
+    """Redis holds, bit for bit, the replay of `evs` from SNAPSHOT; returns that replay."""
+    book = replay(evs, params, SNAPSHOT)
+    assert_redis_equals_replay(client, keys, book, params, exact=True)
+    return book
+
+
 def applied_offsets(client: redis.Redis, keys: Keys, topic: str) -> dict[int, int]:
     return {int(k): int(v) for k, v in client.hgetall(keys.offsets(topic)).items()}
 
@@ -215,6 +246,15 @@ def wait_applied(
     raise AssertionError(
         f"not applied in {timeout}s: {applied_offsets(client, keys, topic)} < {ends}"
     )
+
+
+def http_get(url: str) -> tuple[int, str]:
+    """(status, body) of a GET, error statuses included (the metrics server's /readyz)."""
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
 
 
 def wait_until(condition: Callable[[], bool], timeout: float, what: str) -> None:
@@ -320,6 +360,13 @@ def consume_cmd(
 def start_process(cmd: list[str], log_path: str) -> subprocess.Popen[bytes]:
     log = open(log_path, "ab")  # noqa: SIM115 - lives as long as the process
     return subprocess.Popen(cmd, stdout=log, stderr=log, start_new_session=True)
+
+
+def stop_gracefully(proc: subprocess.Popen[bytes], log: Path) -> None:
+    """SIGTERM: the consumer finishes its batch, flushes the relay, commits and exits 0."""
+    proc.terminate()
+    code = proc.wait(60)
+    assert code == 0, log.read_text()[-3000:]
 
 
 def sigkill(proc: subprocess.Popen[bytes]) -> None:

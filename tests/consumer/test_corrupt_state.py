@@ -16,7 +16,6 @@ import time
 import consumer_support as S
 import msgspec
 
-from consumer.config import Config
 from engine import Params
 from schemas import encode_kill_event
 
@@ -47,12 +46,13 @@ def _corrupt_players(client, keys) -> None:
             client.hset(key, mapping={**base, **change})
 
 
-def _config(kafka_bootstrap: str, redis_url: str, ns: str, topic: str, group: str) -> Config:
-    return Config(
-        bootstrap_servers=kafka_bootstrap, redis_url=redis_url, namespace=ns, topic=topic,
-        group=group, rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
-        metrics_host="127.0.0.1", metrics_port=0, batch_size=100, backoff_max_s=0.5,
-    )  # fmt: skip
+PARAMS = Params()
+_SETTINGS = {
+    "metrics_host": "127.0.0.1",
+    "metrics_port": 0,
+    "batch_size": 100,
+    "backoff_max_s": 0.5,
+}
 
 
 def _metric(consumer: S.ThreadedConsumer, what: str) -> float:
@@ -63,11 +63,9 @@ def _metric(consumer: S.ThreadedConsumer, what: str) -> float:
 
 
 def test_corrupt_players_cooldowns_snapshot_and_outbox_are_quarantined(
-    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, consumer_config
 ) -> None:
-    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-    ns, keys, client = S.rating_pool(redis_url, unique_name)
-    params = Params()
+    topic, ns, keys, client = S.pool_on_topic(kafka_admin, redis_url, unique_name)
     good = S.events(1600, players=40, arenas=4, seed=21)
     corrupt_pair = next(
         (e.attacker, e.victim)
@@ -88,9 +86,7 @@ def test_corrupt_players_cooldowns_snapshot_and_outbox_are_quarantined(
 
     half = len(good) // 2
     S.produce(kafka_bootstrap, topic, S.encoded(good[:half]))
-    consumer = S.start_threaded(
-        _config(kafka_bootstrap, redis_url, ns, topic, unique_name("g")), params
-    )
+    consumer = S.start_threaded(consumer_config(redis_url, ns, topic, **_SETTINGS), PARAMS)
     try:
         S.wait_applied(client, keys, topic, {0: half}, 120, alive=consumer.thread.is_alive)
         # A new snapshot version that does not parse: the consumer keeps rating with SNAPSHOT.
@@ -119,24 +115,19 @@ def test_corrupt_players_cooldowns_snapshot_and_outbox_are_quarantined(
 
     # Everything else applied exactly as the replay of the events that were not rejected.
     client.delete(*(keys.player(p) for p in _CORRUPT_PLAYERS))
-    book = S.replay([e for e in good if not rejected(e)], params, S.SNAPSHOT)
-    S.assert_redis_equals_replay(client, keys, book, params, exact=True)
+    S.assert_as_replayed(client, keys, [e for e in good if not rejected(e)], PARAMS)
     client.close()
 
 
 def test_corrupt_offsets_and_pop_stall_until_repaired_then_everything_applies(
-    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, consumer_config
 ) -> None:
-    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-    ns, keys, client = S.rating_pool(redis_url, unique_name)
-    params = Params()
+    topic, ns, keys, client = S.pool_on_topic(kafka_admin, redis_url, unique_name)
     good = S.events(500, players=30, arenas=3, seed=22)
     client.hset(keys.offsets(topic), "0", b"zz")
     client.hset(keys.pop, mapping={"count": b"abc", "sigma_hi": b"0", "sigma_lo": b"0"})
     S.produce(kafka_bootstrap, topic, S.encoded(good))
-    consumer = S.start_threaded(
-        _config(kafka_bootstrap, redis_url, ns, topic, unique_name("g")), params
-    )
+    consumer = S.start_threaded(consumer_config(redis_url, ns, topic, **_SETTINGS), PARAMS)
     try:
         S.wait_until(lambda: _metric(consumer, "offsets") >= 2, 60, "offsets reported corrupt")
         assert consumer.thread.is_alive()
@@ -151,8 +142,7 @@ def test_corrupt_offsets_and_pop_stall_until_repaired_then_everything_applies(
         S.wait_until(consumer.pipeline.metrics.ready, 30, "ready again")
     finally:
         consumer.stop()
-    book = S.replay(good, params, S.SNAPSHOT)
-    S.assert_redis_equals_replay(client, keys, book, params, exact=True)
+    S.assert_as_replayed(client, keys, good, PARAMS)
     client.close()
 
 
@@ -191,21 +181,17 @@ def test_the_tier_job_replaces_a_corrupt_snapshot_instead_of_failing_every_run(
 
 
 def test_keys_of_the_wrong_type_stall_or_quarantine_never_crash(
-    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, consumer_config
 ) -> None:
     """`{ns}:lb` replaced by a string: the write script refuses before writing anything
     (WRONGTYPE) and the consumer waits until it is repaired. A cached player's hash replaced by
     a string mid-run: the write fails on it, the batch is read afresh and that player's events
     are dead-lettered."""
-    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-    ns, keys, client = S.rating_pool(redis_url, unique_name)
-    params = Params()
+    topic, ns, keys, client = S.pool_on_topic(kafka_admin, redis_url, unique_name)
     good = S.events(900, players=20, arenas=3, seed=23)
     client.set(keys.lb, b"not a zset")
     S.produce(kafka_bootstrap, topic, S.encoded(good[:300]))
-    consumer = S.start_threaded(
-        _config(kafka_bootstrap, redis_url, ns, topic, unique_name("g")), params
-    )
+    consumer = S.start_threaded(consumer_config(redis_url, ns, topic, **_SETTINGS), PARAMS)
     try:
         refused = consumer.pipeline.metrics.registry.get_sample_value
         S.wait_until(

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import time
-import urllib.request
 
 import consumer_support as S
 import msgspec
 
-from consumer.config import Config
 from engine import Params
 from schemas import MAX_MESSAGE_BYTES, encode_kill_event, kill_event
 
 _ENC = msgspec.msgpack.Encoder()
+
+PARAMS = Params()
 
 
 def _bad_messages(now: int) -> list[tuple[str, bytes]]:
@@ -32,20 +32,10 @@ def _bad_messages(now: int) -> list[tuple[str, bytes]]:
     ]
 
 
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
-
-
 def test_malformed_events_are_dead_lettered_with_their_reason_and_the_rest_applies(
-    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, consumer_config
 ) -> None:
-    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-    ns, keys, client = S.rating_pool(redis_url, unique_name)
-    params = Params()
+    topic, ns, keys, client = S.pool_on_topic(kafka_admin, redis_url, unique_name)
     now = time.time_ns() // 1_000_000
     good = S.events(3_000, players=200, arenas=10, seed=3)
     bad = _bad_messages(now)
@@ -61,24 +51,22 @@ def test_malformed_events_are_dead_lettered_with_their_reason_and_the_rest_appli
     assert not bad
     S.produce(kafka_bootstrap, topic, stream)
 
-    config = Config(
-        bootstrap_servers=kafka_bootstrap, redis_url=redis_url, namespace=ns, topic=topic,
-        group=unique_name("g"), rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
-        metrics_host="127.0.0.1", metrics_port=0, batch_size=100,
-    )  # fmt: skip
-    consumer = S.start_threaded(config, params, serve_metrics=True)
+    config = consumer_config(
+        redis_url, ns, topic, metrics_host="127.0.0.1", metrics_port=0, batch_size=100
+    )
+    consumer = S.start_threaded(config, PARAMS, serve_metrics=True)
     try:
         S.wait_applied(client, keys, topic, {0: len(stream)}, 120, alive=consumer.thread.is_alive)
         S.wait_outbox_empty(client, keys, 30)
         base = f"http://127.0.0.1:{consumer.pipeline.http.server_address[1]}"
-        status, ready = _get(base + "/readyz")
+        status, ready = S.http_get(base + "/readyz")
         assert status == 200, ready
-        assert _get(base + "/healthz")[0] == 200
+        assert S.http_get(base + "/healthz")[0] == 200
         lag = 'adr_consumer_lag{partition="0"} 0.0'
-        S.wait_until(lambda: lag in _get(base + "/metrics")[1], 15, "the lag gauge")
-        status, text = _get(base + "/metrics")
+        S.wait_until(lambda: lag in S.http_get(base + "/metrics")[1], 15, "the lag gauge")
+        status, text = S.http_get(base + "/metrics")
         assert status == 200
-        assert _get(base + "/nope")[0] == 404
+        assert S.http_get(base + "/nope")[0] == 404
     finally:
         consumer.stop()
 
@@ -87,8 +75,8 @@ def test_malformed_events_are_dead_lettered_with_their_reason_and_the_rest_appli
     assert got == reasons_in_order  # original bytes, in order, each with its reason
     assert all(dict(m.headers())["source_topic"].decode() == topic for m in dead)
 
-    book = S.replay(good, params, S.SNAPSHOT)
-    S.assert_redis_equals_replay(client, keys, book, params, exact=True)
+    book = S.replay(good, PARAMS, S.SNAPSHOT)
+    S.assert_redis_equals_replay(client, keys, book, PARAMS, exact=True)
 
     for reason in {r for r, _ in reasons_in_order}:
         want = sum(1 for r, _ in reasons_in_order if r == reason)

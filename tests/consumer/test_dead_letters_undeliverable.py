@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-import urllib.error
-import urllib.request
 
 import consumer_support as S
 import pytest
@@ -28,14 +26,6 @@ from schemas import decode_rating_change, encode_kill_event
 from stack import KafkaBroker
 
 HEADERS = [("trace-id", b"t-123"), ("origin", b"game-server-7")]
-
-
-def _get(url: str) -> tuple[int, str]:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
 
 
 def _publish(bootstrap: str, topic: str, items: list[tuple[bytes, bytes, list | None]]) -> None:
@@ -71,7 +61,7 @@ def _assert_stopped_at(base: str, client, keys, topic: str, offset: int, reason:
     """The partition stays at `offset`: /readyz and the metrics say why."""
 
     def said() -> bool:
-        status, text = _get(base + "/readyz")
+        status, text = S.http_get(base + "/readyz")
         return status == 503 and f"stopped=0@{offset}:{reason}" in text
 
     S.wait_until(said, 60, f"/readyz naming the stop at {offset} ({reason})")
@@ -80,7 +70,7 @@ def _assert_stopped_at(base: str, client, keys, topic: str, offset: int, reason:
     )
     time.sleep(3)  # several retries later, still there
     assert S.applied_offsets(client, keys, topic).get(0) == offset
-    metrics = _get(base + "/metrics")[1]
+    metrics = S.http_get(base + "/metrics")[1]
     assert f'adr_dead_letter_blocked_partitions{{reason="{reason}"}} 1.0' in metrics
     assert f'adr_dead_letters_undeliverable_total{{reason="{reason}"}}' in metrics
 
@@ -88,11 +78,11 @@ def _assert_stopped_at(base: str, client, keys, topic: str, offset: int, reason:
 def _assert_resumed_and_exact(base, client, keys, topic, bootstrap, events, n_messages) -> None:
     S.wait_applied(client, keys, topic, {0: n_messages}, 120)
     S.wait_outbox_empty(client, keys, 60)
-    status, text = _get(base + "/readyz")
+    status, text = S.http_get(base + "/readyz")
     assert status == 200, text
     gauges = [
         line
-        for line in _get(base + "/metrics")[1].splitlines()
+        for line in S.http_get(base + "/metrics")[1].splitlines()
         if line.startswith("adr_dead_letter_blocked_partitions{")
     ]
     assert gauges and all(line.endswith(" 0.0") for line in gauges), gauges

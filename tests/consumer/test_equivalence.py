@@ -5,7 +5,6 @@ from __future__ import annotations
 import consumer_support as S
 from confluent_kafka import Consumer, TopicPartition
 
-from consumer.config import Config
 from engine import Params
 from schemas import decode_rating_change
 
@@ -13,24 +12,15 @@ EVENTS = 50_000
 
 
 def test_50k_events_through_kafka_equal_the_replay(
-    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, consumer_config
 ) -> None:
     # One partition: the replay's order is then the consumer's order, so σ̄ (a mean over every
     # tracked player, changed by every event) matches bit for bit, not just within tolerance.
-    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-    ns, keys, client = S.rating_pool(redis_url, unique_name)
+    topic, ns, keys, client = S.pool_on_topic(kafka_admin, redis_url, unique_name)
     params = Params()
     events = S.events(EVENTS, players=5_000, arenas=50, seed=11)
     S.produce(kafka_bootstrap, topic, S.encoded(events))
-    config = Config(
-        bootstrap_servers=kafka_bootstrap,
-        redis_url=redis_url,
-        namespace=ns,
-        topic=topic,
-        group=unique_name("g"),
-        rating_topic=f"{topic}-ratings",
-        dlq_topic=f"{topic}-dlq",
-    )
+    config = consumer_config(redis_url, ns, topic)
     consumer = S.start_threaded(config, params)
     try:
         S.wait_applied(client, keys, topic, {0: EVENTS}, 240, alive=consumer.thread.is_alive)

@@ -29,18 +29,11 @@ def _received_ids(bootstrap: str, topic: str) -> list[str]:
     return [decode_rating_change(m.value()).id for m in S.read_topic(bootstrap, topic, idle=3)]
 
 
-def _stop_gracefully(proc, log: Path) -> None:
-    proc.terminate()  # SIGTERM: finish the batch, flush the relay, commit, leave the group
-    code = proc.wait(60)
-    assert code == 0, log.read_text()[-3000:]
-
-
 def test_kill_9_at_random_moments_loses_nothing_and_applies_nothing_twice(
     kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
 ) -> None:
     n = 100_000
-    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-    ns, keys, client = S.rating_pool(redis_url, unique_name)
+    topic, ns, keys, client = S.pool_on_topic(kafka_admin, redis_url, unique_name)
     params = Params()
     events = S.events(n, players=10_000, arenas=200, seed=23)
     S.produce(kafka_bootstrap, topic, S.encoded(events))
@@ -67,7 +60,7 @@ def test_kill_9_at_random_moments_loses_nothing_and_applies_nothing_twice(
     assert len(set(kills)) >= 3, f"kills did not land at different moments: {kills}"
     S.wait_applied(client, keys, topic, {0: n}, 150, alive=lambda: proc.poll() is None)
     S.wait_outbox_empty(client, keys, 60)
-    _stop_gracefully(proc, log)
+    S.stop_gracefully(proc, log)
 
     book = S.replay(events, params, S.SNAPSHOT)
     S.assert_redis_equals_replay(client, keys, book, params, exact=True)
@@ -146,7 +139,7 @@ def test_redis_and_broker_restarts_mid_run_lose_nothing(
         assert done.wait(300), "the publisher did not finish"
         S.wait_applied(client, keys, topic, {0: n}, 150, alive=lambda: proc.poll() is None)
         S.wait_outbox_empty(client, keys, 60)
-        _stop_gracefully(proc, log)
+        S.stop_gracefully(proc, log)
         proc = None
 
         book = S.replay(events, params, S.SNAPSHOT)
@@ -175,8 +168,7 @@ def test_two_consumers_sharing_players_count_every_event_once(
     kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
 ) -> None:
     n = 30_000
-    topic = kafka_admin.create(unique_name("kill-events"), partitions=4)
-    ns, keys, client = S.rating_pool(redis_url, unique_name)
+    topic, ns, keys, client = S.pool_on_topic(kafka_admin, redis_url, unique_name, partitions=4)
     params = Params()
     # 300 players in 40 arenas over 4 partitions: every player plays in every partition.
     events = S.one_arena_per_pair(S.events(n, players=300, arenas=40, seed=41))
@@ -192,7 +184,7 @@ def test_two_consumers_sharing_players_count_every_event_once(
         S.wait_outbox_empty(client, keys, 60)
     finally:
         for i, proc in enumerate(procs, start=1):
-            _stop_gracefully(proc, tmp_path / f"consumer{i}.log")
+            S.stop_gracefully(proc, tmp_path / f"consumer{i}.log")
     logs = "".join((tmp_path / f"consumer{i}.log").read_text() for i in (1, 2))
     assert '"partitions assigned"' in logs
 

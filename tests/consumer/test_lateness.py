@@ -17,31 +17,23 @@ from consumer_servers import DurableRedis
 
 from consumer._batch import Accepted, rate_batch
 from consumer._store import Conflict, Store
-from consumer.config import Config
 from engine import DEFAULT_LATENESS_MS, Params
 from redis_layout import Keys
 from schemas import kill_event
 
 HOUR_MS = 3_600_000
 
+PARAMS = Params()
+
 
 def _counter(consumer: S.ThreadedConsumer, name: str) -> float:
     return consumer.pipeline.metrics.registry.get_sample_value(name) or 0.0
 
 
-def _config(bootstrap: str, redis_url: str, ns: str, topic: str, group: str, **kw) -> Config:
-    return Config(
-        bootstrap_servers=bootstrap, redis_url=redis_url, namespace=ns, topic=topic, group=group,
-        rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq", **kw,
-    )  # fmt: skip
-
-
 def test_a_backlog_hours_old_is_rated_and_only_events_late_by_event_time_are_not(
-    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, consumer_config
 ) -> None:
-    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-    ns, keys, client = S.rating_pool(redis_url, unique_name)
-    params = Params()
+    topic, ns, keys, client = S.pool_on_topic(kafka_admin, redis_url, unique_name)
     now = time.time_ns() // 1_000_000
     # The events of 3 h 50 min to 3 h ago, as after an outage of three hours ...
     events = S.events(4000, players=400, arenas=40, seed=61, start_ms=now - 3 * HOUR_MS)
@@ -52,8 +44,7 @@ def test_a_backlog_hours_old_is_rated_and_only_events_late_by_event_time_are_not
         old = events[k - 1].ts - DEFAULT_LATENESS_MS - 60_000
         events.insert(k, kill_event(id=f"late-{k}", arena="a", attacker="p1", victim="p2", ts=old))
     S.produce(kafka_bootstrap, topic, S.encoded(events))
-    consumer = S.start_threaded(_config(kafka_bootstrap, redis_url, ns, topic, unique_name("g")),
-                                params)  # fmt: skip
+    consumer = S.start_threaded(consumer_config(redis_url, ns, topic), PARAMS)
     try:
         S.wait_applied(client, keys, topic, {0: len(events)}, 120, alive=consumer.thread.is_alive)
         assert _counter(consumer, "adr_events_late_total") == 3
@@ -63,16 +54,16 @@ def test_a_backlog_hours_old_is_rated_and_only_events_late_by_event_time_are_not
         assert not dead
     finally:
         consumer.stop()
-    book = S.replay(events, params, S.SNAPSHOT)
+    book = S.replay(events, PARAMS, S.SNAPSHOT)
     assert book.rejected_by_reason == {"late": 3}
     assert not {f"late-{k}" for k in (1000, 2000, 3000)} & set(book.counted_ids)
     assert len(book.counted_ids) > 3000
-    S.assert_redis_equals_replay(client, keys, book, params, exact=True)
+    S.assert_redis_equals_replay(client, keys, book, PARAMS, exact=True)
     client.close()
 
 
 def test_cooldowns_stay_exact_when_writes_are_delayed_hours_after_the_events(
-    kafka_bootstrap: str, kafka_admin, unique_name, tmp_path: Path
+    kafka_bootstrap: str, kafka_admin, unique_name, tmp_path: Path, consumer_config
 ) -> None:
     """One event per batch, so every cooldown decision reads the pair's key back from Redis;
     the events are two hours old and Redis goes away for a while with events read but not
@@ -82,17 +73,11 @@ def test_cooldowns_stay_exact_when_writes_are_delayed_hours_after_the_events(
     server.start()
     consumer = None
     try:
-        topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-        ns = unique_name("ns")
-        keys = Keys(ns)
-        client = redis.Redis.from_url(server.url)
-        S.publish_snapshot(client, keys, S.SNAPSHOT)
-        params = Params()
+        topic, ns, keys, client = S.pool_on_topic(kafka_admin, server.url, unique_name)
         now = time.time_ns() // 1_000_000
         events = S.events(600, players=12, arenas=3, seed=67, start_ms=now - 2 * HOUR_MS)
-        config = _config(kafka_bootstrap, server.url, ns, topic, unique_name("g"),
-                         batch_size=1, backoff_max_s=0.2)  # fmt: skip
-        consumer = S.start_threaded(config, params)
+        config = consumer_config(server.url, ns, topic, batch_size=1, backoff_max_s=0.2)
+        consumer = S.start_threaded(config, PARAMS)
         alive = consumer.thread.is_alive
         S.produce(kafka_bootstrap, topic, S.encoded(events[:300]))
         S.wait_applied(client, keys, topic, {0: 150}, 60, alive=alive)
@@ -105,10 +90,10 @@ def test_cooldowns_stay_exact_when_writes_are_delayed_hours_after_the_events(
         consumer.stop()
         consumer = None
 
-        book = S.replay(events, params, S.SNAPSHOT)
+        book = S.replay(events, PARAMS, S.SNAPSHOT)
         assert book.duplicates > 20  # the stream repeats pairs inside the cooldown
         assert duplicates == book.duplicates
-        S.assert_redis_equals_replay(client, keys, book, params, exact=True)
+        S.assert_redis_equals_replay(client, keys, book, PARAMS, exact=True)
         cooldown_keys = list(client.scan_iter(match=f"{{{ns}}}:cd:*", count=1000))
         assert cooldown_keys
         assert {client.pttl(k) for k in cooldown_keys} == {-1}  # no wall-clock expiry
@@ -136,10 +121,8 @@ def _write(store: Store, keys: Keys, params: Params, batch: list[Accepted]) -> N
 def test_a_cooldown_key_lives_until_every_partition_watermark_is_past_it(
     redis_url: str, unique_name
 ) -> None:
-    client = redis.Redis.from_url(redis_url)
-    keys = Keys(unique_name("ns"))
     params = Params()
-    store = Store(client, keys, "kill-events", params)
+    client, keys, store = S.fresh_store(redis_url, unique_name, params)
     keep = DEFAULT_LATENESS_MS + params.cooldown_ms
     t0 = time.time_ns() // 1_000_000 - 5 * HOUR_MS
     pair = keys.cooldown("a", "b")

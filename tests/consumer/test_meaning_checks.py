@@ -12,11 +12,10 @@ import time
 from collections import Counter
 
 import consumer_support as S
-import redis
 from confluent_kafka import Producer
 
 from consumer._batch import Accepted, rate_batch
-from consumer._store import Conflict, Store
+from consumer._store import Conflict
 from consumer.config import Config
 from engine import Params
 from redis_layout import Keys
@@ -47,8 +46,7 @@ def _rating_change_ids(bootstrap: str, topic: str, expect: int) -> Counter[str]:
 def test_key_mismatch_resend_and_reused_ids(
     kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
 ) -> None:
-    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-    ns, keys, client = S.rating_pool(redis_url, unique_name)
+    topic, ns, keys, client = S.pool_on_topic(kafka_admin, redis_url, unique_name)
     params = Params()
     base = time.time_ns() // 1_000_000 - 30 * MIN
 
@@ -118,8 +116,7 @@ def test_an_id_reused_on_two_partitions_at_once_is_counted_once(
 ) -> None:
     """Each id is used once on each partition, for two different kills, at the same position:
     two consumers rate them at the same time. Exactly one use of each is counted."""
-    topic = kafka_admin.create(unique_name("kill-events"), partitions=2)
-    ns, keys, client = S.rating_pool(redis_url, unique_name)
+    topic, ns, keys, client = S.pool_on_topic(kafka_admin, redis_url, unique_name, partitions=2)
     params = Params()
     start = time.time_ns() // 1_000_000 - 20 * MIN
     n = 300
@@ -173,10 +170,8 @@ def test_an_id_reused_on_two_partitions_at_once_is_counted_once(
 def test_the_write_refuses_an_id_another_instance_recorded_meanwhile(
     redis_url: str, unique_name
 ) -> None:
-    client = redis.Redis.from_url(redis_url)
-    keys = Keys(unique_name("ns"))
     params = Params()
-    store = Store(client, keys, "kill-events", params)
+    client, keys, store = S.fresh_store(redis_url, unique_name, params)
     ts = time.time_ns() // 1_000_000
     item = Accepted(0, 0, kill_event(id="x1", arena="a", attacker="p", victim="q", ts=ts))
     ids = [keys.event_id("x1")]

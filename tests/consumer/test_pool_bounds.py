@@ -52,8 +52,7 @@ def _refusals(events: list[KillEvent]) -> list[KillEvent]:
 def test_a_flood_of_new_ids_stops_at_max_players_and_dead_letters_the_rest(
     kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
 ) -> None:
-    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-    ns, keys, client = S.rating_pool(redis_url, unique_name)
+    topic, ns, keys, client = S.pool_on_topic(kafka_admin, redis_url, unique_name)
     params = Params()
     events = _stream()
     refused = _refusals(events)

@@ -15,9 +15,9 @@ import consumer_support as S
 import redis
 from consumer_servers import DurableRedis
 
-from consumer.config import Config
 from engine import Params
-from redis_layout import Keys
+
+PARAMS = Params()
 
 
 class SnapshotRedis(DurableRedis):
@@ -38,26 +38,17 @@ class SnapshotRedis(DurableRedis):
 
 
 def test_redis_restarted_from_an_older_snapshot_is_noticed_and_the_lost_part_applied_again(
-    kafka_bootstrap: str, kafka_admin, unique_name, tmp_path: Path
+    kafka_bootstrap: str, kafka_admin, unique_name, tmp_path: Path, consumer_config
 ) -> None:
     server = SnapshotRedis(tmp_path / "redis")
     server.start()
     consumer = None
     try:
-        topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-        ns = unique_name("ns")
-        client = redis.Redis.from_url(server.url)
-        keys = Keys(ns)
-        S.publish_snapshot(client, keys, S.SNAPSHOT)
-        params = Params()
+        topic, ns, keys, client = S.pool_on_topic(kafka_admin, server.url, unique_name)
         events = S.events(9_000, players=600, arenas=60, seed=77)
         parts = [events[:3000], events[3000:6000], events[6000:]]
-        config = Config(
-            bootstrap_servers=kafka_bootstrap, redis_url=server.url, namespace=ns, topic=topic,
-            group=unique_name("g"), rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
-            batch_size=200, backoff_max_s=0.5,
-        )  # fmt: skip
-        consumer = S.start_threaded(config, params)
+        config = consumer_config(server.url, ns, topic, batch_size=200, backoff_max_s=0.5)
+        consumer = S.start_threaded(config, PARAMS)
         alive = consumer.thread.is_alive
 
         S.produce(kafka_bootstrap, topic, S.encoded(parts[0]))
@@ -83,8 +74,8 @@ def test_redis_restarted_from_an_older_snapshot_is_noticed_and_the_lost_part_app
         consumer.stop()
         consumer = None
 
-        book = S.replay(events, params, S.SNAPSHOT)
-        S.assert_redis_equals_replay(client, keys, book, params, exact=True)
+        book = S.replay(events, PARAMS, S.SNAPSHOT)
+        S.assert_redis_equals_replay(client, keys, book, PARAMS, exact=True)
         client.close()
     finally:
         if consumer is not None:

@@ -23,6 +23,8 @@ from redis_layout import Keys
 from schemas import decode_rating_change
 from stack import free_port
 
+PARAMS = Params()
+
 
 @pytest.mark.parametrize("code", sorted(REFUSALS))
 def test_each_refusal_code_is_recognised_as_redis_parses_it(code: str) -> None:
@@ -68,20 +70,15 @@ def _data_keys(client: redis.Redis, ns: str, keys: Keys) -> dict[bytes, bytes]:
 def own_redis(tmp_path: Path):
     server = DurableRedis(tmp_path / "redis")
     server.start()
-    client = redis.Redis.from_url(server.url)
-    yield server, client
-    client.close()
+    yield server
     server.stop()
 
 
 def test_oom_readonly_masterdown_and_busy_are_retried_and_nothing_is_lost(
     own_redis, kafka_bootstrap: str, kafka_admin, unique_name, tmp_path: Path
 ) -> None:
-    server, client = own_redis
-    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-    ns, keys, _ = S.rating_pool(server.url, unique_name)
-    _.close()
-    params = Params()
+    server = own_redis
+    topic, ns, keys, client = S.pool_on_topic(kafka_admin, server.url, unique_name)
     events = S.events(4_000, players=300, arenas=20, seed=57)
     chunks = [events[i : i + 1_000] for i in range(0, len(events), 1_000)]
     log = tmp_path / "consumer.log"
@@ -150,12 +147,8 @@ def test_oom_readonly_masterdown_and_busy_are_retried_and_nothing_is_lost(
     except BaseException:
         S.sigkill(proc)
         raise
-    proc.terminate()
-    code = proc.wait(60)
-    assert code == 0, log.read_text()[-3000:]
-
-    book = S.replay(events, params, S.SNAPSHOT)
-    S.assert_redis_equals_replay(client, keys, book, params, exact=True)
+    S.stop_gracefully(proc, log)
+    book = S.assert_as_replayed(client, keys, events, PARAMS)
     received = [
         decode_rating_change(m.value()).id
         for m in S.read_topic(kafka_bootstrap, f"{topic}-ratings", idle=3)
@@ -165,6 +158,7 @@ def test_oom_readonly_masterdown_and_busy_are_retried_and_nothing_is_lost(
     refused = [line for line in said if line["msg"] == "redis refused the command, retrying"]
     assert {line["code"] for line in refused} >= {"OOM", "READONLY", "MASTERDOWN", "BUSY"}
     assert all(line["meaning"] and "retry_in_s" in line for line in refused)
+    client.close()
 
 
 @pytest.mark.parametrize(
@@ -190,11 +184,8 @@ def test_oom_readonly_masterdown_and_busy_are_retried_and_nothing_is_lost(
 def test_a_key_of_the_wrong_type_leaves_no_partial_write_and_is_retried_until_removed(
     own_redis, kafka_bootstrap: str, kafka_admin, unique_name, tmp_path: Path, what, plant, remove
 ) -> None:
-    server, client = own_redis
-    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-    ns, keys, _ = S.rating_pool(server.url, unique_name)
-    _.close()
-    params = Params()
+    server = own_redis
+    topic, ns, keys, client = S.pool_on_topic(kafka_admin, server.url, unique_name)
     events = S.events(1_500, players=50, arenas=10, seed=61)
     S.produce(kafka_bootstrap, topic, S.encoded(events))
     plant(client, keys)
@@ -216,8 +207,6 @@ def test_a_key_of_the_wrong_type_leaves_no_partial_write_and_is_retried_until_re
     except BaseException:
         S.sigkill(proc)
         raise
-    proc.terminate()
-    rc = proc.wait(60)
-    assert rc == 0, log.read_text()[-3000:]
-    book = S.replay(events, params, S.SNAPSHOT)
-    S.assert_redis_equals_replay(client, keys, book, params, exact=True)
+    S.stop_gracefully(proc, log)
+    S.assert_as_replayed(client, keys, events, PARAMS)
+    client.close()

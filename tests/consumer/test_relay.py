@@ -133,8 +133,7 @@ def test_a_blocked_broker_delays_rating_changes_but_never_duplicates_them(
 def test_rating_change_seq_is_the_players_version(
     kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
 ) -> None:
-    topic = kafka_admin.create(unique_name("kill-events"), partitions=3)
-    ns, keys, client = S.rating_pool(redis_url, unique_name)
+    topic, ns, keys, client = S.pool_on_topic(kafka_admin, redis_url, unique_name, partitions=3)
     params = Params()
     events = S.events(3_000, players=60, arenas=12, seed=5)  # players recur within a batch
     S.produce(kafka_bootstrap, topic, S.encoded(events))

@@ -3,6 +3,7 @@ and the snapshot the engine takes from the same players (the expected value)."""
 
 from __future__ import annotations
 
+import random
 import time
 import uuid
 from collections.abc import Mapping
@@ -37,6 +38,19 @@ def player(params: Params, mu: float, events: tuple[int, ...]) -> PlayerState:
         last_ts=events[-1] if events else None,
         recent=recent,
     )
+
+
+def write_random_players(
+    client: redis.Redis, ns: str, params: Params, count: int, seed: int, last_ts: int
+) -> None:
+    """`count` players p0, p1, ... with μ uniform in [0, 4000) (seeded), each with five events,
+    the last at `last_ts`, written as the consumer would."""
+    rng = random.Random(seed)
+    players = {
+        f"p{i}": player(params, rng.uniform(0, 4000), tuple(last_ts - j for j in range(5)))
+        for i in range(count)
+    }
+    write_players(client, Keys.of(ns), players, params)
 
 
 def played(params: Params, state: PlayerState, mu: float, events: tuple[int, ...]) -> PlayerState:

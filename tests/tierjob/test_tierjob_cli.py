@@ -5,21 +5,17 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
 
 import pytest
 import redis
 from _tierjob_support import (
-    drop_namespace,
-    player,
     read_topic,
-    write_players,
+    write_random_players,
 )
 from confluent_kafka.admin import AdminClient, ConfigResource
 
@@ -33,17 +29,12 @@ PARAMS = Params()
 
 
 @pytest.fixture
-def ns(redis_client: redis.Redis, unique_name) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    name = unique_name("tjc")
-    now = int(time.time() * 1000)
-    rng = random.Random(12)
-    players = {
-        f"p{i}": player(PARAMS, rng.uniform(0, 4000), tuple(now - 60_000 - j for j in range(5)))
-        for i in range(30)
-    }
-    write_players(redis_client, Keys.of(name), players, PARAMS)
-    yield name
-    drop_namespace(redis_client, Keys.of(name))
+def ns(ns: str, redis_client: redis.Redis) -> str:
+    """The namespace, holding 30 players who last played a minute ago."""
+    write_random_players(
+        redis_client, ns, PARAMS, 30, seed=12, last_ts=int(time.time() * 1000) - 60_000
+    )
+    return ns
 
 
 def test_one_shot_publishes_to_redis_and_the_compacted_topic(

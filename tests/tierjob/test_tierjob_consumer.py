@@ -11,14 +11,11 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Iterator
 
-import pytest
 import redis
-from _tierjob_support import drop_namespace, expected_snapshot
+from _tierjob_support import expected_snapshot
 from confluent_kafka import Producer
 
-from consumer.config import Config as ConsumerConfig
 from consumer.pipeline import Pipeline
 from engine import (
     TIER_LABELS,
@@ -77,13 +74,6 @@ def events(rng: random.Random, players: int, count: int, start: int, step: int):
         ts += step
 
 
-@pytest.fixture
-def ns(redis_client: redis.Redis, unique_name) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    name = unique_name("tji")
-    yield name
-    drop_namespace(redis_client, Keys.of(name))
-
-
 def produce(bootstrap: str, topic: str, evs: list[tuple[str, str, int]], tag: str) -> None:
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
     for i, (a, b, ts) in enumerate(evs):
@@ -117,21 +107,12 @@ def test_the_consumer_uses_a_published_snapshot_at_its_next_batch(
     kafka_admin,  # type: ignore[no-untyped-def]
     ns: str,
     unique_name,  # type: ignore[no-untyped-def]
+    consumer_config,  # type: ignore[no-untyped-def]
 ) -> None:
     topic = unique_name("kills")
     for name in (topic, f"{topic}-ratings", f"{topic}-dlq"):
         kafka_admin.create(name, partitions=1)
-    consumer_config = ConsumerConfig(
-        bootstrap_servers=kafka_bootstrap,
-        redis_url=redis_url,
-        namespace=ns,
-        topic=topic,
-        group=unique_name("g"),
-        rating_topic=f"{topic}-ratings",
-        dlq_topic=f"{topic}-dlq",
-        metrics_port=0,
-    )
-    pipeline = Pipeline(consumer_config, PARAMS)
+    pipeline = Pipeline(consumer_config(redis_url, ns, topic, metrics_port=0), PARAMS)
     thread = threading.Thread(
         target=pipeline.run, kwargs={"serve_metrics": False, "signals": False}, daemon=True
     )

@@ -4,16 +4,13 @@ the one codec with one set of checks."""
 
 from __future__ import annotations
 
-import random
-from collections.abc import Iterator
-
 import pytest
 import redis
-from _tierjob_support import T0, drop_namespace, player, read_topic, write_players
+from _tierjob_support import T0, read_topic, write_random_players
 
 from consumer._errors import CorruptState
 from consumer._store import Store
-from engine import Params, PlayerState, Snapshot, initial_snapshot
+from engine import Params, Snapshot, initial_snapshot
 from redis_layout import Keys
 from schemas import decode_tier_boundaries
 from tierjob import Calibrator, Config, TopicPublisher, encode_snapshot
@@ -22,16 +19,10 @@ PARAMS = Params()
 
 
 @pytest.fixture
-def ns(redis_client: redis.Redis, unique_name) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    name = unique_name("tjf")
-    rng = random.Random(3)
-    players: dict[str, PlayerState] = {
-        f"p{i}": player(PARAMS, rng.uniform(0, 4000), tuple(T0 - 1000 - j for j in range(5)))
-        for i in range(40)
-    }
-    write_players(redis_client, Keys.of(name), players, PARAMS)
-    yield name
-    drop_namespace(redis_client, Keys.of(name))
+def ns(ns: str, redis_client: redis.Redis) -> str:
+    """The namespace, holding 40 players who last played just before T0."""
+    write_random_players(redis_client, ns, PARAMS, 40, seed=3, last_ts=T0 - 1000)
+    return ns
 
 
 def _replica(client: redis.Redis, ns: str, name: str, bootstrap: str, topic: str) -> Calibrator:
@@ -44,6 +35,19 @@ def _replica(client: redis.Redis, ns: str, name: str, bootstrap: str, topic: str
     return Calibrator(client, config, publisher)
 
 
+@pytest.fixture
+def replicas(
+    redis_client: redis.Redis, kafka_bootstrap: str, ns: str, unique_name
+) -> tuple[str, Calibrator, Calibrator]:  # type: ignore[no-untyped-def]
+    """(topic, a, b): two replicas of the namespace publishing to one topic; a has published
+    version 1."""
+    topic = unique_name("tb")
+    a = _replica(redis_client, ns, "a", kafka_bootstrap, topic)
+    b = _replica(redis_client, ns, "b", kafka_bootstrap, topic)
+    assert a.run_once(T0).outcome == "published"
+    return topic, a, b
+
+
 def _versions(bootstrap: str, topic: str, expect: int) -> list[int]:
     # One more than expected: an extra (older) message would show up too.
     return [
@@ -53,12 +57,9 @@ def _versions(bootstrap: str, topic: str, expect: int) -> list[int]:
 
 
 def test_a_replica_paused_between_redis_and_the_topic_does_not_send_its_older_snapshot(
-    redis_client: redis.Redis, kafka_bootstrap: str, ns: str, unique_name
+    redis_client: redis.Redis, kafka_bootstrap: str, ns: str, replicas
 ) -> None:  # type: ignore[no-untyped-def]
-    topic = unique_name("tb")
-    a = _replica(redis_client, ns, "a", kafka_bootstrap, topic)
-    b = _replica(redis_client, ns, "b", kafka_bootstrap, topic)
-    assert a.run_once(T0).outcome == "published"  # version 1
+    topic, a, b = replicas
 
     publish = a._publisher.publish
 
@@ -76,12 +77,9 @@ def test_a_replica_paused_between_redis_and_the_topic_does_not_send_its_older_sn
 
 
 def test_a_replica_paused_inside_its_transaction_is_fenced_by_the_next_publisher(
-    redis_client: redis.Redis, kafka_bootstrap: str, ns: str, unique_name
+    redis_client: redis.Redis, kafka_bootstrap: str, ns: str, replicas
 ) -> None:  # type: ignore[no-untyped-def]
-    topic = unique_name("tb")
-    a = _replica(redis_client, ns, "a", kafka_bootstrap, topic)
-    b = _replica(redis_client, ns, "b", kafka_bootstrap, topic)
-    assert a.run_once(T0).outcome == "published"  # version 1
+    topic, a, b = replicas
     is_current = a._publisher.is_current
     paused = []
 

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator
 
 import pytest
 import redis
-from _tierjob_support import T0, drop_namespace, expected_snapshot, player, write_players
+from _tierjob_support import T0, expected_snapshot, player, write_players
 
 from engine import Params, PlayerState
 from redis_layout import Keys
@@ -28,11 +27,10 @@ def seeded_players() -> dict[str, PlayerState]:
 
 
 @pytest.fixture
-def ns(redis_client: redis.Redis, unique_name) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    name = unique_name("tjl")
-    write_players(redis_client, Keys.of(name), seeded_players(), PARAMS)
-    yield name
-    drop_namespace(redis_client, Keys.of(name))
+def ns(ns: str, redis_client: redis.Redis) -> str:
+    """The namespace, holding `seeded_players()`."""
+    write_players(redis_client, Keys.of(ns), seeded_players(), PARAMS)
+    return ns
 
 
 def replica(client: redis.Redis, ns: str, name: str, ttl: float = 30.0) -> Calibrator:

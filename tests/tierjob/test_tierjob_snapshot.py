@@ -8,7 +8,6 @@ definition, not against themselves.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 
 import msgspec
 import pytest
@@ -32,15 +31,24 @@ from tierjob import Calibrator, Config, decode_snapshot
 PARAMS = Params()
 
 
-@pytest.fixture
-def ns(redis_client: redis.Redis, unique_name) -> Iterator[str]:  # type: ignore[no-untyped-def]
-    name = unique_name("tj")
-    yield name
-    drop_namespace(redis_client, Keys.of(name))
-
-
 def calibrator(client: redis.Redis, ns: str, params: Params = PARAMS) -> Calibrator:
     return Calibrator(client, Config(namespace=ns, params=params))
+
+
+def populate(
+    client: redis.Redis, ns: str, rng: random.Random, count: int, now: int, active_share: float
+) -> dict[str, PlayerState]:
+    """`population(...)` written to the namespace's player hashes and indexes."""
+    players = population(rng, count, now, active_share)
+    write_players(client, Keys.of(ns), players, PARAMS)
+    return players
+
+
+def populated_job(
+    client: redis.Redis, ns: str, rng: random.Random, count: int, now: int, active_share: float
+) -> tuple[dict[str, PlayerState], Calibrator]:
+    """`populate(...)`, and a Calibrator of the namespace."""
+    return populate(client, ns, rng, count, now, active_share), calibrator(client, ns)
 
 
 def population(
@@ -63,8 +71,7 @@ def published(client: redis.Redis, ns: str):  # type: ignore[no-untyped-def]
 
 
 def test_first_run_uses_the_targets_unsmoothed(redis_client: redis.Redis, ns: str) -> None:
-    players = population(random.Random(1), 120, T0, 0.5)
-    write_players(redis_client, Keys.of(ns), players, PARAMS)
+    players = populate(redis_client, ns, random.Random(1), 120, T0, 0.5)
 
     result = calibrator(redis_client, ns).run_once(T0)
 
@@ -82,9 +89,7 @@ def test_later_runs_smooth_against_the_published_snapshot(
 ) -> None:
     rng = random.Random(2)
     keys = Keys.of(ns)
-    players = population(rng, 150, T0, 0.6)
-    write_players(redis_client, keys, players, PARAMS)
-    job = calibrator(redis_client, ns)
+    players, job = populated_job(redis_client, ns, rng, 150, T0, 0.6)
     first = job.run_once(T0).snapshot
     assert first is not None and first.boundaries is not None
 
@@ -105,9 +110,7 @@ def test_later_runs_smooth_against_the_published_snapshot(
 
 def test_fewer_than_p_min_active_keeps_the_boundaries(redis_client: redis.Redis, ns: str) -> None:
     rng = random.Random(3)
-    players = population(rng, 60, T0, 0.8)
-    write_players(redis_client, Keys.of(ns), players, PARAMS)
-    job = calibrator(redis_client, ns)
+    players, job = populated_job(redis_client, ns, rng, 60, T0, 0.8)
     first = job.run_once(T0).snapshot
     assert first is not None and first.boundaries is not None
 
@@ -124,8 +127,7 @@ def test_fewer_than_p_min_active_keeps_the_boundaries(redis_client: redis.Redis,
 def test_fewer_than_p_min_on_the_first_run_publishes_no_boundaries(
     redis_client: redis.Redis, ns: str
 ) -> None:
-    players = population(random.Random(4), 30, T0, 0.3)
-    write_players(redis_client, Keys.of(ns), players, PARAMS)
+    players = populate(redis_client, ns, random.Random(4), 30, T0, 0.3)
     want = expected_snapshot(players, T0, None, PARAMS)
     assert 0 < want.active_count < PARAMS.p_min and want.boundaries is None
 
@@ -176,9 +178,7 @@ def test_active_means_strictly_later_than_now_minus_t_active(
 
 def test_each_prune_handles_only_the_newly_expired(redis_client: redis.Redis, ns: str) -> None:
     keys = Keys.of(ns)
-    players = population(random.Random(6), 200, T0, 1.0)
-    write_players(redis_client, keys, players, PARAMS)
-    job = calibrator(redis_client, ns)
+    players, job = populated_job(redis_client, ns, random.Random(6), 200, T0, 1.0)
     times = [T0, T0 + DAY_MS, T0 + DAY_MS, T0 + 3 * DAY_MS]
     previous = None
     for now in times:
@@ -195,10 +195,7 @@ def test_each_prune_handles_only_the_newly_expired(redis_client: redis.Redis, ns
 def test_prune_counts_only_players_expired_since_the_last_run(
     redis_client: redis.Redis, ns: str
 ) -> None:
-    keys = Keys.of(ns)
-    players = population(random.Random(7), 300, T0, 1.0)
-    write_players(redis_client, keys, players, PARAMS)
-    job = calibrator(redis_client, ns)
+    players, job = populated_job(redis_client, ns, random.Random(7), 300, T0, 1.0)
     job.run_once(T0)
     for a, b in [(T0, T0 + DAY_MS), (T0 + DAY_MS, T0 + DAY_MS), (T0 + DAY_MS, T0 + 4 * DAY_MS)]:
         lo, hi = a - PARAMS.active_ms, b - PARAMS.active_ms
@@ -211,9 +208,7 @@ def test_a_late_event_that_left_an_expired_player_is_reconciled(
     redis_client: redis.Redis, ns: str
 ) -> None:
     keys = Keys.of(ns)
-    players = population(random.Random(8), 80, T0, 0.7)
-    write_players(redis_client, keys, players, PARAMS)
-    job = calibrator(redis_client, ns)
+    players, job = populated_job(redis_client, ns, random.Random(8), 80, T0, 0.7)
     first = job.run_once(T0).snapshot
 
     # A late event: active at its own time, expired at the job's now; the consumer adds it.
@@ -235,8 +230,7 @@ def test_an_active_player_missing_from_active_mu_is_added_with_its_mu(
     redis_client: redis.Redis, ns: str
 ) -> None:
     keys = Keys.of(ns)
-    players = population(random.Random(9), 60, T0, 0.9)
-    write_players(redis_client, keys, players, PARAMS)
+    players = populate(redis_client, ns, random.Random(9), 60, T0, 0.9)
     gone = next(p for p, s in players.items() if s.recent[0] > T0 - PARAMS.active_ms)
     redis_client.zrem(keys.active_mu, gone)
 
@@ -250,9 +244,7 @@ def test_an_active_player_missing_from_active_mu_is_added_with_its_mu(
 def test_a_replica_whose_clock_is_behind_still_sees_exactly_a(
     redis_client: redis.Redis, ns: str
 ) -> None:
-    players = population(random.Random(10), 100, T0, 1.0)
-    write_players(redis_client, Keys.of(ns), players, PARAMS)
-    job = calibrator(redis_client, ns)
+    players, job = populated_job(redis_client, ns, random.Random(10), 100, T0, 1.0)
     ahead = job.run_once(T0 + 5 * DAY_MS).snapshot
     behind = T0 + DAY_MS
     result = job.run_once(behind)
@@ -318,8 +310,7 @@ def test_property_every_run_equals_the_engine_snapshot(
 def test_either_redis_protocol_reads_the_same_snapshot(
     redis_client: redis.Redis, redis_url: str, ns: str, protocol: int
 ) -> None:
-    players = population(random.Random(13), 300, T0, 0.5)
-    write_players(redis_client, Keys.of(ns), players, PARAMS)
+    players = populate(redis_client, ns, random.Random(13), 300, T0, 0.5)
     client = redis.Redis.from_url(redis_url, protocol=protocol)
     try:
         result = calibrator(client, ns).run_once(T0)

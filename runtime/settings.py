@@ -1,0 +1,241 @@
+"""Declarative process settings: one frozen dataclass per process, its fields say where they come
+from; flags, environment, an optional TOML file and `--help` are all derived from it.
+
+A setting is a dataclass field made with `setting(default, env=..., help=...)`; its type is the
+field's annotation (`str`, `int`, `float`, or one of them `| None`). Fields made any other way
+(engine parameters, Kafka client settings) are not settings: the process fills them itself.
+
+    add_settings_arguments(parser, Config)   # --flag-name per setting, plus --config FILE
+    values = settings_from_args(Config, args, os.environ)
+    Config(**values, params=..., kafka=...)
+
+Precedence, per setting: the flag, else the environment variable (or the file its `NAME_FILE`
+names: runtime.secrets.env_value), else the TOML file given by `--config FILE` or
+`ADR_CONFIG_FILE` (keys are the field names, e.g. `batch_size = 500`), else the field's default.
+An environment variable set to the empty string counts as unset, as an empty `NAME_FILE` does.
+A bad flag value is argparse's usage error (exit 2). An environment value that does not parse,
+a file that cannot be read or parsed, an unknown key or a key of the wrong TOML type raises
+`SettingsError` (a RuntimeConfigError) naming the variable or key; the process wraps it in its
+own root exception and exits 2. A setting declared `secret=True` never appears in an error
+message, and `settings_repr` masks it. The short commands pass `config_file=False`: no
+`--config`, and ADR_CONFIG_FILE (a service's file, in its pod) is not read.
+
+Why not pydantic-settings: it would add pydantic and its compiled core to every image for what
+is here some 150 lines, and would still need custom sources for what the processes already do:
+the `NAME_FILE` convention (pydantic-settings reads a `secrets_dir` of files named after the
+fields instead), the one-line `--help` with env and default, errors in each package's own root
+exception. The configs stay plain frozen dataclasses that code and tests build directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import tomllib
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from runtime._errors import SettingsError
+from runtime.secrets import FILE_SUFFIX, MASK, env_value, redact_url
+
+CONFIG_FILE_ENV: Final = "ADR_CONFIG_FILE"
+_META: Final = "adr.setting"
+_MISSING: Any = dataclasses.MISSING
+_KINDS: Final[dict[type, str]] = {str: "a string", int: "an integer", float: "a number"}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Setting:
+    """Where a field comes from and what `--help` says of it."""
+
+    env: str
+    help: str
+    shown: str | None = None
+    """The default as `--help` shows it, for defaults made per process (e.g. `hostname-pid`)."""
+    secret: bool = False
+    """Never shown: masked in reprs, left out of error messages; `--help` names `env_FILE`."""
+
+
+def setting(
+    default: Any = _MISSING,
+    *,
+    env: str,
+    help: str,
+    shown: str | None = None,
+    secret: bool = False,
+    default_factory: Callable[[], Any] | None = None,
+) -> Any:
+    """A dataclass field that is a setting: read from `--flag`, `env`, the config file."""
+    meta = {_META: Setting(env, help, shown, secret)}
+    if default_factory is not None:
+        return dataclasses.field(default_factory=default_factory, metadata=meta)
+    return dataclasses.field(default=default, metadata=meta)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Field:
+    name: str
+    setting: Setting
+    kind: type
+    optional: bool
+    default: Any
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    def parse(self, raw: str, where: str) -> Any:
+        """A flag's or variable's text as the field's type; SettingsError names `where`."""
+        try:
+            return self.kind(raw)
+        except ValueError:
+            shown = "" if self.setting.secret else f"={raw!r}"
+            raise SettingsError(f"bad {where}{shown}: expected {_KINDS[self.kind]}") from None
+
+    def check(self, value: object, where: str) -> Any:
+        """A TOML value of the field's type (an integer is a fine float), else SettingsError."""
+        if self.kind is float and type(value) is int:
+            return float(value)
+        if type(value) is not self.kind:
+            shown = "" if self.setting.secret else f", got {value!r}"
+            raise SettingsError(f"{where}: expected {_KINDS[self.kind]}{shown}")
+        return value
+
+
+_FIELDS: dict[type, tuple[_Field, ...]] = {}
+
+
+def fields(cls: type) -> tuple[_Field, ...]:
+    """The settings of a dataclass, in declaration order (TypeError if a type is unsupported)."""
+    found = _FIELDS.get(cls)
+    if found is not None:
+        return found
+    hints = typing.get_type_hints(cls)
+    found_list = []
+    for f in dataclasses.fields(cls):
+        meta = f.metadata.get(_META)
+        if meta is None:
+            continue
+        kind, optional = _kind(hints[f.name])
+        default = f.default if f.default_factory is _MISSING else _MISSING
+        found_list.append(_Field(f.name, meta, kind, optional, default))
+    found = _FIELDS[cls] = tuple(found_list)
+    return found
+
+
+def _kind(hint: object) -> tuple[type, bool]:
+    args = typing.get_args(hint)
+    if isinstance(hint, types.UnionType) and len(args) == 2 and type(None) in args:
+        (inner,) = [a for a in args if a is not type(None)]
+        return _kind(inner)[0], True
+    if isinstance(hint, type) and hint in _KINDS:
+        return hint, False
+    raise TypeError(f"a setting must be str, int, float or one of them | None, not {hint!r}")
+
+
+def add_settings_arguments(
+    parser: argparse.ArgumentParser, cls: type, *, config_file: bool = True
+) -> None:
+    """One `--flag` per setting of `cls` (help: the line, env, default), and `--config FILE`.
+
+    Without `config_file`, neither `--config` nor ADR_CONFIG_FILE is read: for the short
+    commands (`adr leaderboard`, `adr topics`, ...) run by hand inside a service's pod, whose
+    ADR_CONFIG_FILE names keys they do not have.
+    """
+    if config_file:
+        parser.add_argument(
+            "--config",
+            dest="config_file",
+            metavar="FILE",
+            default=None,
+            help="TOML file of the settings below, keys as the flags with _ (namespace = 'pool1'); "
+            f"flags and env win (env {CONFIG_FILE_ENV})",
+        )
+    for f in fields(cls):
+        parser.add_argument(
+            f.flag, dest=f.name, type=f.kind, default=None, help=help_line(f.setting, f.default)
+        )
+
+
+def help_line(s: Setting, default: Any) -> str:
+    """`what it is for (env NAME; default VALUE)`; no default part when it is None."""
+    shown = s.shown if s.shown is not None else default
+    parts = [f"env {s.env}"]
+    if shown is not None and shown is not _MISSING:
+        parts.append(f"default {shown}")
+    if s.secret:
+        parts.append(f"or a file named by {s.env}{FILE_SUFFIX}")
+    return f"{s.help} ({'; '.join(parts)})"
+
+
+def settings_from_args(
+    cls: type, args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Field name -> value of every setting given by a flag, the environment or the file.
+
+    Settings given nowhere are left out, so the dataclass's own defaults apply.
+    """
+    env = os.environ if environ is None else environ
+    path = getattr(args, "config_file", None) or None
+    if path is None and hasattr(args, "config_file"):  # the parser took --config
+        path = env.get(CONFIG_FILE_ENV) or None
+    settings = fields(cls)
+    in_file = read_config_file(Path(path), settings) if path else {}
+    values: dict[str, Any] = {}
+    for f in settings:
+        flag_value = getattr(args, f.name, None)
+        if flag_value is not None:
+            values[f.name] = flag_value
+        elif raw := env_value(env, f.setting.env):  # SecretFileError: both set, or unreadable
+            values[f.name] = f.parse(raw, f.setting.env)
+        elif f.name in in_file:
+            values[f.name] = in_file[f.name]
+    return values
+
+
+def read_config_file(path: Path, settings: Iterable[_Field]) -> dict[str, Any]:
+    """The TOML file's settings, checked against their fields' types."""
+    try:
+        with path.open("rb") as handle:
+            table = tomllib.load(handle)
+    except OSError as exc:
+        raise SettingsError(f"cannot read config file {path}: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"config file {path} is not TOML: {exc}") from None
+    by_name = {f.name: f for f in settings}
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        f = by_name.get(key)
+        if f is None:
+            known = ", ".join(sorted(by_name))
+            raise SettingsError(f"config file {path}: unknown key {key!r} (known: {known})")
+        values[key] = f.check(value, f"config file {path}: {key}")
+    return values
+
+
+def settings_repr(obj: object) -> str:
+    """`Name(field=value, ...)` of a dataclass, secret settings masked (a URL keeps its host)."""
+    secret = {f.name for f in fields(type(obj)) if f.setting.secret}
+    shown = []
+    for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+        value = getattr(obj, f.name)
+        if f.name in secret and value not in ("", None):
+            value = redact_url(value) if isinstance(value, str) and "://" in value else MASK
+        shown.append(f"{f.name}={value!r}")
+    return f"{type(obj).__name__}({', '.join(shown)})"
+
+
+def key_values(items: Iterable[str], bad: Callable[[str], Exception]) -> dict[str, str]:
+    """`KEY=VALUE` strings as a dict, keys and values stripped, the last of a key winning;
+    an item without `=` or without a key raises `bad(item)`."""
+    pairs: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise bad(item)
+        pairs[key.strip()] = value.strip()
+    return pairs
