@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Message, TopicPartition
@@ -61,14 +61,9 @@ class FakeStore:
     def read_offsets(self, partitions: list[int]) -> dict[int, int | None]:
         return {p: self.held.offsets.get(p) for p in partitions}
 
-    def read_view(
-        self,
-        players: list[str],
-        pairs: list[str],
-        partitions: list[int],
-        cached: Mapping[str, tuple[PlayerState, int]] | None = None,
-        ids: Sequence[str] = (),
-    ) -> View:
+    def read_view(self, *args: Any) -> View:
+        """As Store's, called as the Writer does: (players, pairs, partitions, cached, ids)."""
+        players, pairs, partitions, cached, ids = args
         self.trace.append(("read",))
         h = self.held
         stored: dict[str, tuple[PlayerState | None, int]] = {}
@@ -86,17 +81,9 @@ class FakeStore:
             event_ids={k: h.event_ids.get(k) for k in ids},
         )
 
-    def read_view_then_write(
-        self,
-        players: list[str],
-        pairs: list[str],
-        partitions: list[int],
-        cached: Mapping[str, tuple[PlayerState, int]] | None,
-        plan: Plan,
-        cooldown_ms: int,
-        max_age_ms: int,
-        ids: Sequence[str] = (),
-    ) -> tuple[View, FakePendingWrite]:
+    def read_view_then_write(self, *args: Any) -> tuple[View, FakePendingWrite]:
+        """As Store's: the read of (players, pairs, partitions, cached), then plan's write."""
+        players, pairs, partitions, cached, plan, _cooldown_ms, _max_age_ms, ids = args
         view = self.read_view(players, pairs, partitions, cached, ids)
         return view, self._send(plan)
 
