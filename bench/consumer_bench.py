@@ -69,9 +69,15 @@ class TimedPipeline(Pipeline):
         self.first_write: float | None = None
         self.last_write = 0.0
         self.latencies_ms: list[int] = []
+        observe = self.lifecycle.observe
 
-    def _observe(self, size: int, plan: Plan, started: float) -> None:
-        super()._observe(size, plan, started)
+        def timed(size: int, plan: Plan, started: float) -> None:
+            observe(size, plan, started)
+            self._landed(size, plan)
+
+        self.lifecycle.observe = timed  # type: ignore[method-assign]
+
+    def _landed(self, size: int, plan: Plan) -> None:
         t = time.monotonic()
         if self.first_write is None:
             self.first_write = t

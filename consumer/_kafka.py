@@ -9,6 +9,7 @@ from typing import Final
 
 from confluent_kafka import Consumer, KafkaError, Producer
 
+from consumer._metrics import Metrics
 from consumer.config import Config
 from runtime.logs import kafka_logger
 
@@ -22,6 +23,26 @@ _PRODUCER_LINGER_MS: Final = 5
 def is_fatal(err: object) -> bool:
     """A client error after which the Kafka client is unusable and must be recreated."""
     return isinstance(err, KafkaError) and (err.fatal() or err.code() == KafkaError._FATAL)
+
+
+class KafkaErrors:
+    """The error callback of one pipeline's Kafka clients: each error is counted and logged
+    (librdkafka retries on its own); a fatal one sets `fatal`, and the loop recreates the
+    clients."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self._metrics = metrics
+        self.fatal = False
+
+    def __call__(self, err: KafkaError) -> None:
+        if is_fatal(err):
+            self.fatal = True
+        if err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
+            self._metrics.ready_flags["broker"] = False
+        self._metrics.swallowed.labels("kafka").inc()
+        KAFKA_LOG.warning(
+            "kafka client error (retrying)", extra={"error": str(err), "code": err.name()}
+        )
 
 
 def consumer_settings(config: Config, on_error: Callable[[KafkaError], None]) -> dict[str, object]:

@@ -1,9 +1,10 @@
-"""Rating batches against Redis and writing them, with one write held back or in flight.
+"""Rating batches against Redis and writing them: the Redis side of the batch lifecycle.
 
-A rated batch's write is sent right behind the next batch's read, on one connection, so Redis
-answers the read and then runs the write while the next batch is rated on top of it (consumer/
-README.md, "Pipelining and the state cache"). A write that did not apply as computed (another
-instance changed a player or an offset, or Redis failed under it) is redone from a fresh read.
+`Writer` reads what a batch needs (players in the state cache are not read), rates it, and
+writes it; a write that did not apply as computed (another instance changed a player or an
+offset, or Redis failed under it) is redone from a fresh read. It also sends one write behind
+the next batch's read (`send_behind`) and waits for it (`wait`); when that happens, and what is
+done meanwhile, is the write-ahead of consumer/_lifecycle.py.
 
 Every read also checks that Redis still holds, for each partition this instance applies, at
 least the next offset it last wrote there: a lower one means Redis lost acknowledged writes, and
@@ -23,7 +24,7 @@ import redis
 from consumer._batch import Accepted, Plan, View, rate_batch
 from consumer._cache import Overlay, StateCache
 from consumer._dead_letters import Stop
-from consumer._errors import CorruptState, RedisBehind
+from consumer._errors import RedisBehind
 from consumer._metrics import Metrics
 from consumer._retry import RedisRetry, refusal, retriable
 from consumer._store import Conflict, PendingWrite, Store
@@ -116,6 +117,7 @@ class Writer:
         retry: RedisRetry,
         on_rejected: Callable[[Batch, Plan], bool] = lambda _batch, _plan: False,
         max_players: int | None = None,
+        confirmed: dict[int, int] | None = None,
     ) -> None:
         """`on_rejected(batch, plan)` dead-letters the plan's rejected events (`id_reused`,
         `corrupt_state`, `pool_full` beyond `max_players`) before any write of a plan that
@@ -130,7 +132,7 @@ class Writer:
         self._on_rejected = on_rejected
         """Called with every plan that rejects events, before that plan's write is sent; True:
         the batch was cut (a dead letter not delivered) and is rated again."""
-        self.confirmed: dict[int, int] = {}
+        self.confirmed: dict[int, int] = {} if confirmed is None else confirmed
         """partition -> the next offset Redis acknowledged for it, as this instance last read or
         wrote it (set on assignment, advanced by each write). Redis holding less: RedisBehind."""
         self._max_players = max_players
@@ -141,9 +143,11 @@ class Writer:
             batch.players, batch.pairs, self._watched(batch), self._cache.entries, batch.ids
         )
         self.check(view.offsets)
-        return self._rate(batch, view)
+        return self.rate_on(batch, view)
 
-    def _rate(self, batch: Batch, view: View) -> Plan:
+    def rate_on(self, batch: Batch, view: View) -> Plan:
+        """Dedup and rate `batch` on `view`; rejected events are dead-lettered first (a batch
+        cut at an undelivered one is rated again)."""
         plan = self._rate_once(batch, view)
         while plan.rejected and self._on_rejected(batch, plan):
             plan = self._rate_once(batch, view)  # the batch was cut at an undelivered one
@@ -180,46 +184,20 @@ class Writer:
             return batch.partitions
         return list(dict.fromkeys([*batch.partitions, *self.confirmed]))
 
-    def rate_behind(self, batch: Batch, ahead: Ready) -> tuple[Plan | None, Plan]:
-        """Send `ahead`'s write right behind `batch`'s read, rate `batch` on top of what the
-        write will leave while Redis runs it, then wait for the write.
-
-        Returns (`batch`'s plan, or None when `ahead` did not apply as computed and `batch` must
-        be rated afresh; the plan `ahead` was finally written with).
-        """
-        plan = ahead.plan
-        try:
-            view, write = self._store.read_view_then_write(
-                batch.players,
-                batch.pairs,
-                self._watched(batch),
-                Overlay(plan.states, self._cache),
-                plan,
-                self._params.cooldown_ms,
-                self._max_age_ms,
-                batch.ids,
-            )
-        except (redis.RedisError, CorruptState) as exc:
-            if isinstance(exc, redis.RedisError) and not retriable(exc):
-                raise
-            self._redis_failed(exc)  # whether the write ran is unknown: the redo finds out
-            return None, self.write(ahead.batch, None)
-        try:
-            self.check(view.offsets)  # read before the write ahead: confirmed is still due
-        except RedisBehind:
-            self._settle(write)
-            raise
-        # What Redis holds once the write ahead has run: its players, pairs, offsets, S and P.
-        view.cooldowns.update(plan.cooldowns)
-        view.event_ids.update((key, digest) for key, digest, _ts in plan.event_ids)
-        view.offsets.update(plan.offsets)
-        view.watermarks.update(plan.watermarks)
-        view.player_count += plan.count_delta
-        view.sigma_units_total += (plan.sigma_hi_delta << 32) + plan.sigma_lo_delta
-        mine = self._rate(batch, view)
-        if self._wait(ahead, write):
-            return mine, plan
-        return None, self.write(ahead.batch, None)
+    def send_behind(self, batch: Batch, plan: Plan) -> tuple[View, PendingWrite]:
+        """`batch`'s read, then `plan`'s write, on one connection in that order: the view is what
+        Redis held before the write (players `plan` changes are taken from it, not read); the
+        write runs while the caller computes (`wait` waits for it)."""
+        return self._store.read_view_then_write(
+            batch.players,
+            batch.pairs,
+            self._watched(batch),
+            Overlay(plan.states, self._cache),
+            plan,
+            self._params.cooldown_ms,
+            self._max_age_ms,
+            batch.ids,
+        )
 
     def write(self, batch: Batch, plan: Plan | None) -> Plan:
         """Write `plan` (None: rate `batch` first) and wait; on a concurrent change re-read,
@@ -247,8 +225,9 @@ class Writer:
 
         return self._retry(attempt, "write")
 
-    def _wait(self, ahead: Ready, write: PendingWrite) -> bool:
-        """True when the write sent behind the read applied as computed."""
+    def wait(self, ahead: Ready, write: PendingWrite) -> bool:
+        """True when the write sent behind the read applied as computed (False: it is to be
+        redone with `write(ahead.batch, None)`)."""
         started = time.perf_counter()
         try:
             write.result()
@@ -258,13 +237,13 @@ class Writer:
         except redis.RedisError as exc:
             if not retriable(exc):
                 raise
-            self._redis_failed(exc)
+            self.redis_failed(exc)
             self._cache.forget(ahead.batch.players)
             return False
         self._applied(ahead.plan, started)
         return True
 
-    def _settle(self, write: PendingWrite) -> None:
+    def settle(self, write: PendingWrite) -> None:
         """Wait for a write whose outcome no longer matters (the caller re-reads everything),
         so that its reply does not stay on the connection."""
         with contextlib.suppress(Conflict, redis.RedisError):
@@ -281,7 +260,8 @@ class Writer:
         self._metrics.conflicts.inc()
         log.info("concurrent change, recomputing batch", extra={"what": exc.what})
 
-    def _redis_failed(self, exc: Exception) -> None:
+    def redis_failed(self, exc: Exception) -> None:
+        """Redis failed under a write (whether it ran is unknown): counted; the caller redoes it."""
         self._metrics.ready_flags["redis"] = False
         self._metrics.swallowed.labels("redis_write").inc()
         code = refusal(exc)

@@ -114,7 +114,7 @@ def test_hostile_messages_are_dead_lettered_and_the_partition_moves_on(
 
 
 class _Message:
-    """The part of confluent_kafka.Message that Pipeline._decode reads."""
+    """The part of confluent_kafka.Message that the decode stage reads."""
 
     def __init__(self, key: bytes | None, value: bytes | None) -> None:
         self._key, self._value = key, value
@@ -137,7 +137,7 @@ def test_a_decoder_bug_is_dead_lettered_as_undecodable_and_counted(
 ) -> None:
     """The guard behind the fuzz property: were a decoder ever to raise something else, the
     message is rejected (and counted), not the consumer."""
-    import consumer.pipeline as pipeline_module
+    import consumer._lifecycle as lifecycle_module
     from consumer.pipeline import Pipeline
 
     def broken(raw: bytes, now_ms: int, limits: object) -> None:
@@ -147,9 +147,9 @@ def test_a_decoder_bug_is_dead_lettered_as_undecodable_and_counted(
         Config(bootstrap_servers=kafka_bootstrap, redis_url=redis_url, metrics_port=0), Params()
     )
     try:
-        monkeypatch.setattr(pipeline_module, "decode_kill_event", broken)
+        monkeypatch.setattr(lifecycle_module, "decode_kill_event", broken)
         message = _Message(b"arena-0", b"\x80")
-        accepted, rejected = pipeline._decode([message])  # type: ignore[list-item]
+        accepted, rejected = pipeline.lifecycle._decode([message])  # type: ignore[list-item]
         assert accepted == [] and rejected == [(message, "undecodable")]
         swallowed = pipeline.metrics.registry.get_sample_value(
             "adr_errors_swallowed_total", {"where": "decode"}

@@ -232,9 +232,9 @@ def test_a_rated_rejection_whose_dead_letter_is_not_delivered_cuts_the_batch_the
 
     from types import SimpleNamespace
 
-    store = SimpleNamespace(lateness_ms=3_600_000)  # all _rate reads of the store
+    store = SimpleNamespace(lateness_ms=3_600_000)  # all rate_on reads of the store
     writer = Writer(store, None, keys, params, 3_600_000, None, None, dead_letter)  # type: ignore[arg-type]
-    plan = writer._rate(batch, view)
+    plan = writer.rate_on(batch, view)
     assert sent == [[2, 4]]  # both rejections were tried; the first was not delivered
     assert plan.counted == 2 and not plan.rejected  # offsets 0 and 1 only
     assert plan.offsets == [(0, 2)] and batch.next_offsets == {0: 2}

@@ -1,0 +1,111 @@
+"""What a pipeline reads from and writes to: its Kafka clients, its Redis client, and the
+adapters built on them (`Store`, `DeadLetters`, `Relay`).
+
+`Pipeline` receives them, so that its batch lifecycle (consumer/_lifecycle.py) can run on
+in-memory fakes in unit tests (tests/consumer/test_lifecycle.py); `Clients.connect` makes the
+real ones from the configuration, which is what `adr consume` runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from confluent_kafka import Consumer, Producer
+
+from consumer._dead_letters import DeadLetters
+from consumer._errors import CorruptState
+from consumer._kafka import KafkaErrors, new_consumer, new_producer
+from consumer._metrics import Metrics
+from consumer._relay import Relay
+from consumer._store import Store
+from consumer.config import Config
+from engine import Params
+from redis_layout import Keys
+from runtime import connect
+
+log = logging.getLogger("adr.consumer")
+
+
+@dataclasses.dataclass(slots=True)
+class Clients:
+    """The clients of one pipeline. `kafka` and `producer` are replaced after a fatal Kafka
+    client error (`close_kafka`, then `renew_kafka`); the others live as long as the pipeline."""
+
+    errors: KafkaErrors
+    """The Kafka clients' error callback; its `fatal` flag asks the loop to renew them."""
+    redis: Any
+    """The Redis client (redis.Redis, or a cluster client): the relay's and the shutdown's."""
+    store: Store
+    kafka: Consumer
+    producer: Producer
+    """The idempotent producer of rating changes (the relay's)."""
+    dead_letters: DeadLetters
+    relay: Relay
+    new_kafka: Callable[[], tuple[Consumer, Producer]]
+    """New (consumer, producer), reporting to `errors`."""
+
+    @classmethod
+    def connect(cls, config: Config, params: Params, metrics: Metrics) -> Clients:
+        """The real clients of `config`: Redis, the group member, the producers."""
+        errors = KafkaErrors(metrics)
+        keys = Keys(config.namespace)
+        client = connect(
+            config.redis_url,
+            config.namespace,
+            socket_timeout=10,
+            socket_connect_timeout=5,
+            health_check_interval=5,
+        )
+        on_corrupt = functools.partial(report_corrupt, metrics)
+        store = Store(client, keys, config.topic, params, config.lateness_ms, on_corrupt)
+        kafka = new_consumer(config, errors)
+        producer = new_producer(config, errors)
+        relay = Relay(
+            client,
+            producer,
+            keys.outbox,
+            config.rating_topic,
+            config.instance_id,
+            config.relay_batch,
+            config.outbox_claim_idle_ms,
+            metrics,
+            config.relay_max_in_flight,
+            config.relay_pump_ms / 1000,
+        )
+        return cls(
+            errors=errors,
+            redis=client,
+            store=store,
+            kafka=kafka,
+            producer=producer,
+            dead_letters=DeadLetters(config, metrics, errors),
+            relay=relay,
+            new_kafka=lambda: (new_consumer(config, errors), new_producer(config, errors)),
+        )
+
+    def close_kafka(self) -> None:
+        """Close the Kafka clients after a fatal error, best effort (they may be unusable)."""
+        for close in (self.kafka.close, lambda: self.producer.flush(1)):
+            try:
+                close()
+            except Exception as exc:
+                log.warning("closing a failed client", extra={"error": str(exc)})
+
+    def renew_kafka(self) -> None:
+        """New Kafka clients; what the old producer did not confirm is claimed again later."""
+        self.kafka, self.producer = self.new_kafka()
+        self.dead_letters.renew()
+        self.relay.use_producer(self.producer)
+
+
+def report_corrupt(metrics: Metrics, exc: CorruptState) -> None:
+    """A corrupt Redis value was read and quarantined (Store): count it and say which."""
+    metrics.corrupt_state.labels(exc.what).inc()
+    log.error(
+        "corrupt state in redis, quarantined (docs/operations.md, Hostile input)",
+        extra={"what": exc.what, "key": exc.key, "error": exc.detail},
+    )

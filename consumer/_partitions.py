@@ -1,0 +1,152 @@
+"""Where each partition of this instance stands: assigned at the next offset Redis holds for it
+(never where Kafka's group offset says), held when that offset lies outside its log
+(consumer/_log_range.py), and its lag.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+
+import redis
+from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+from consumer._blocked import Blocked
+from consumer._clients import Clients
+from consumer._log_range import LogRange
+from consumer._metrics import Metrics
+from consumer._retry import RedisRetry, retriable
+from consumer.config import Config
+
+log = logging.getLogger("adr.consumer")
+
+
+class Partitions:
+    """The partitions this instance applies and the offsets it knows for each."""
+
+    def __init__(
+        self,
+        config: Config,
+        clients: Clients,
+        metrics: Metrics,
+        retry: RedisRetry,
+        blocked: Blocked,
+        log_range: LogRange,
+    ) -> None:
+        self._topic = config.topic
+        self._clients = clients
+        self._metrics = metrics
+        self._retry = retry
+        self._blocked = blocked
+        self._log_range = log_range
+        self.assigned: set[int] = set()
+        self.positions: dict[int, int] = {}
+        """partition -> the next offset of the last batch confirmed and committed (lag, and
+        the final commit on the way out)."""
+        self.confirmed: dict[int, int] = {}
+        """partition -> the next offset Redis acknowledged, as this instance last read or wrote
+        it (Writer.confirmed: Redis holding less is RedisBehind)."""
+
+    def assign_stored(self, consumer: Consumer, partitions: list[int]) -> None:
+        """Assign `partitions` at the next offsets Redis holds for them, and hold (pause) each
+        whose stored offset lies outside its log (consumer/_log_range.py). Assigning anew, not
+        seeking: a seek fails on a partition that is paused before its first fetch."""
+        store = self._clients.store
+        stored = self._retry(lambda: store.read_offsets(partitions), "read offsets")
+        assignment: list[TopicPartition] = []
+        held: dict[int, str] = {}
+        for partition in partitions:
+            offset = stored.get(partition)
+            self._start_at(partition, offset)
+            why = self._log_range.outside(consumer, partition, offset)
+            if why is None:
+                self._log_range.forget(partition)
+            else:
+                held[partition] = why
+            start = OFFSET_BEGINNING if offset is None else offset
+            assignment.append(TopicPartition(self._topic, partition, start))
+        self._blocked.forget(partitions)  # a stopped message is met again from the stored offset
+        consumer.assign(assignment)
+        self.assigned = set(partitions)
+        for partition, why in held.items():
+            self._log_range.hold(consumer, partition, why)  # before anything is fetched
+        # a partition assigned again stays paused (librdkafka keeps the flag): resume the others
+        reading = [tp for tp in assignment if tp.partition not in held]
+        if reading:
+            consumer.resume(reading)
+        log.info(
+            "partitions assigned",
+            extra={"partitions": {tp.partition: tp.offset for tp in assignment}},
+        )
+
+    def _start_at(self, partition: int, offset: int | None) -> None:
+        """Redis holds `offset` (None: nothing) as the partition's next: apply from there."""
+        self.positions.pop(partition, None)
+        self.confirmed.pop(partition, None)
+        if offset is not None:
+            self.positions[partition] = offset
+            self.confirmed[partition] = offset
+
+    def revoke(self, consumer: Consumer, partitions: list[int]) -> None:
+        """The partitions leave this instance (their batch was flushed first)."""
+        consumer.unassign()
+        self._blocked.forget(partitions)
+        for partition in partitions:
+            self.assigned.discard(partition)
+            self.positions.pop(partition, None)
+            self.confirmed.pop(partition, None)
+            self._log_range.forget(partition)
+            with contextlib.suppress(KeyError):  # never reported
+                self._metrics.lag.remove(str(partition))
+
+    def forget_all(self) -> None:
+        """After a fatal Kafka client error: the new clients start with no partition."""
+        self.assigned.clear()
+        self.positions.clear()
+        self.confirmed.clear()
+        for partition in list(self._log_range.held):
+            self._log_range.forget(partition)
+        self._blocked.forget()
+
+    def held_readable(self) -> bool:
+        """Whether a held partition can be read again: its stored offset lies inside the log
+        (an operator set it there, or the log grew back past it): docs/operations.md,
+        "AdrPartitionHeld". Checked every `held_recheck_ms`."""
+        if not self._log_range.due():
+            return False
+        held = sorted(self._log_range.held)
+        try:
+            stored = self._clients.store.read_offsets(held)
+        except redis.RedisError as exc:
+            if not retriable(exc):
+                raise
+            self._metrics.swallowed.labels("redis_offset_check").inc()
+            return False
+        kafka = self._clients.kafka
+        return any(self._log_range.outside(kafka, p, stored.get(p)) is None for p in held)
+
+    def report_lag(self) -> None:
+        """adr_consumer_lag per partition: the log end minus the position (cached watermarks)."""
+        for partition in self.assigned:
+            position = self.positions.get(partition)
+            if position is None:
+                continue
+            try:
+                _low, high = self._clients.kafka.get_watermark_offsets(
+                    TopicPartition(self._topic, partition), cached=True
+                )
+            except Exception:
+                continue
+            if high >= 0:
+                self._metrics.lag.labels(str(partition)).set(max(0, high - position))
+
+    def commit_positions(self) -> None:
+        """On the way out: commit every position synchronously (best effort)."""
+        if not self.positions:
+            return
+        tps = [TopicPartition(self._topic, p, o) for p, o in self.positions.items()]
+        try:
+            self._clients.kafka.commit(offsets=tps, asynchronous=False)
+        except Exception as exc:
+            self._metrics.swallowed.labels("kafka_commit").inc()
+            log.warning("final kafka commit failed", extra={"error": str(exc)})
