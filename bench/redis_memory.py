@@ -36,12 +36,11 @@ import redis
 from _memory_report import MAX_AGE_MS, report
 
 from consumer._batch import Accepted, rate_batch
-from consumer._store import Conflict, Store
+from consumer._store import Store
 from consumer._writer import Batch
 from engine import Params, take_snapshot
-from redis_layout import Keys
+from redis_layout import Conflict, Keys, encode_snapshot
 from schemas import KillEvent
-from tierjob.snapshot_codec import encode_snapshot
 
 TOPIC = "kill-events"
 COMPACT_LISTPACK_VALUE = 256

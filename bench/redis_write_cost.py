@@ -1,5 +1,5 @@
 # ruff: noqa: E402  (the compiled build must be put first on sys.path before the imports below)
-"""Where Redis spends its CPU on the consumer's atomic batch write (consumer/_apply.lua).
+"""Where Redis spends its CPU on the consumer's atomic batch write (redis_layout/scripts/apply.lua).
 
     python bench/redis_write_cost.py                    # 200,000 events, 100,000 players
     python bench/redis_write_cost.py --events 20000 --players 5000 --repeats 1   # quick
@@ -46,12 +46,12 @@ import redis
 
 import consumer._store as store_module
 from consumer._batch import Accepted, Plan, rate_batch
-from consumer._redis_codec import FIELDS
 from consumer._store import Store
 from consumer._writer import Batch
 from engine import Params
 from loadgen import SimConfig, generate
 from redis_layout import Keys
+from redis_layout.player_codec import FIELDS
 from schemas import Limits, decode_kill_event
 
 HOUR_MS = 3_600_000

@@ -11,7 +11,6 @@ from tierjob.config import Config
 from tierjob.lease import Lease
 from tierjob.population import LeaseLost, Population, PopulationReader
 from tierjob.publish import RedisPublisher, SnapshotMovedOn, TopicPublisher, tier_boundaries_message
-from tierjob.snapshot_codec import decode_snapshot, encode_snapshot
 
 __all__ = [
     "CalibrationResult",
@@ -27,7 +26,5 @@ __all__ = [
     "StateError",
     "TierJobError",
     "TopicPublisher",
-    "decode_snapshot",
-    "encode_snapshot",
     "tier_boundaries_message",
 ]

@@ -28,8 +28,8 @@ from typing import Any
 
 import redis
 
-from redis_layout import Keys
-from tierjob import _raw, _rdb, _scripts
+from redis_layout import Keys, raw, scripts
+from tierjob import _rdb
 from tierjob._errors import StateError, TierJobError
 
 _SCRIPT_BATCH = 1000
@@ -81,9 +81,9 @@ class PopulationReader:
         self._keys = keys
         self._holder = holder_id
         self._chunk = prune_chunk
-        self._prune = client.register_script(_scripts.PRUNE_STEP)
-        self._drop = client.register_script(_scripts.DROP_INACTIVE)
-        self._add = client.register_script(_scripts.ADD_ACTIVE)
+        self._prune = client.register_script(scripts.PRUNE_STEP)
+        self._drop = client.register_script(scripts.DROP_INACTIVE)
+        self._add = client.register_script(scripts.ADD_ACTIVE)
 
     def read(self, cutoff_ms: int) -> Population:
         """The population at `cutoff_ms` (= now − t_active); LeaseLost if the lease is gone."""
@@ -111,7 +111,7 @@ class PopulationReader:
                 keys=[k.lease, k.activity, k.active_mu, k.pruned_to],
                 args=[self._holder, cutoff_ms, self._chunk],
             )
-            if removed == _scripts.NOT_HOLDER:
+            if removed == scripts.NOT_HOLDER:
                 raise LeaseLost("lease lost while pruning")
             removed_total += int(removed)
             if done:
@@ -125,7 +125,7 @@ class PopulationReader:
         k = self._keys
         if self._dump_allowed:
             try:
-                count, payload = _raw.transaction(
+                count, payload = raw.transaction(
                     self._client,
                     [("ZCOUNT", k.activity, f"({cutoff_ms}", "+inf"), ("DUMP", k.active_mu)],
                 )
@@ -135,7 +135,7 @@ class PopulationReader:
                 scores = [] if payload is None else _rdb.zset_scores(payload)
                 if scores is not None:
                     return int(count), scores
-        count, members = _raw.transaction(
+        count, members = raw.transaction(
             self._client,
             [
                 ("ZCOUNT", k.activity, f"({cutoff_ms}", "+inf"),
@@ -146,7 +146,7 @@ class PopulationReader:
 
     def _reconcile(self, cutoff_ms: int) -> tuple[list[float], int, int]:
         k = self._keys
-        active_ids, members = _raw.transaction(
+        active_ids, members = raw.transaction(
             self._client,
             [
                 ("ZRANGE", k.activity, f"({cutoff_ms}", "+inf", "BYSCORE"),
@@ -174,7 +174,7 @@ class PopulationReader:
 
     def _fenced(self, script: Any, keys: list[str], args: list[Any], ids: list[bytes]) -> Any:
         answer = script(keys=keys, args=[self._holder, *args, *ids])
-        if answer == _scripts.NOT_HOLDER:
+        if answer == scripts.NOT_HOLDER:
             raise LeaseLost("lease lost while reconciling the active set")
         return answer
 
@@ -192,7 +192,7 @@ class PopulationReader:
 
 def _scores(reply: list[Any]) -> tuple[list[bytes], list[float]]:
     try:
-        return _raw.zset_scores(reply)
+        return raw.zset_scores(reply)
     except (ValueError, TypeError, IndexError) as exc:
         raise StateError(f"unreadable {{ns}}:active_mu reply: {exc}") from exc
 

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 import redis
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from consumer._redis_codec import FIELDS, decode_player
 from consumer.config import Config
 from consumer.pipeline import Pipeline
 from engine import Params, PlayerState, RatingBook, Snapshot, sigma_units
-from redis_layout import Keys
+from redis_layout import Keys, encode_snapshot
+from redis_layout.player_codec import FIELDS, decode_player
 from runtime.kafka_produce import produce_waiting
 from schemas import KillEvent, encode_kill_event, kill_event
 
@@ -81,18 +81,7 @@ def encoded(evs: Iterable[KillEvent]) -> Iterator[tuple[bytes, bytes]]:
 
 
 def publish_snapshot(client: redis.Redis, keys: Keys, snapshot: Snapshot, version: int = 1) -> None:
-    client.hset(
-        keys.snapshot,
-        mapping={
-            "version": str(version),
-            "computed_at": str(snapshot.taken_at or 0),
-            "active_count": str(snapshot.active_count),
-            "mean_mu_active": repr(snapshot.mean_mu_active),
-            "boundaries": "[" + ",".join(repr(b) for b in snapshot.boundaries or ()) + "]"
-            if snapshot.boundaries
-            else "",
-        },
-    )
+    client.hset(keys.snapshot, mapping=encode_snapshot(snapshot) | {"version": str(version)})
 
 
 def rating_pool(redis_url: str, unique_name: Callable[[str], str]) -> tuple[str, Keys, redis.Redis]:

@@ -15,7 +15,10 @@ from hypothesis import strategies as st
 
 from consumer import Config, ConsumerError
 from consumer._kafka import new_consumer
-from consumer._redis_codec import (
+from consumer.config import add_arguments, from_args
+from engine import TIER_LABELS, Params, PlayerState, new_player, tier_label
+from redis_layout import Keys
+from redis_layout.player_codec import (
     FIELDS,
     decode_player,
     encode_player,
@@ -24,9 +27,6 @@ from consumer._redis_codec import (
     player_values,
     script_values,
 )
-from consumer.config import add_arguments, from_args
-from engine import TIER_LABELS, Params, PlayerState, new_player, tier_label
-from redis_layout import Keys
 
 
 def _parse(argv: list[str], env: dict[str, str]) -> Config:

@@ -161,7 +161,8 @@ def test_the_tier_job_replaces_a_corrupt_snapshot_instead_of_failing_every_run(
 ) -> None:
     """The tier job reads the previous snapshot each run: a corrupt one made every later run fail,
     so nothing could ever replace it. Now it publishes a fresh one over it, counted."""
-    from tierjob import Calibrator, decode_snapshot
+    from redis_layout import decode_snapshot
+    from tierjob import Calibrator
     from tierjob import Config as TierConfig
     from tierjob.metrics import Metrics as TierMetrics
 

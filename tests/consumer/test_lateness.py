@@ -16,10 +16,10 @@ import redis
 from consumer_servers import DurableRedis
 
 from consumer._batch import Accepted, rate_batch
-from consumer._store import Conflict, Store
+from consumer._store import Store
 from consumer.config import Config
 from engine import DEFAULT_LATENESS_MS, Params
-from redis_layout import Keys
+from redis_layout import Conflict, Keys
 from schemas import kill_event
 
 HOUR_MS = 3_600_000

@@ -16,10 +16,10 @@ import redis
 from confluent_kafka import Producer
 
 from consumer._batch import Accepted, rate_batch
-from consumer._store import Conflict, Store
+from consumer._store import Store
 from consumer.config import Config
 from engine import Params
-from redis_layout import Keys
+from redis_layout import Conflict, Keys
 from schemas import (
     KillEvent,
     decode_kill_event,

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from prometheus_client import generate_latest
 
 from engine import Params, Snapshot
-from redis_layout import Keys
-from tierjob import Calibrator, Config, StateError, decode_snapshot, encode_snapshot
+from redis_layout import CorruptValue, Keys, decode_snapshot, encode_snapshot
+from tierjob import Calibrator, Config
 from tierjob.metrics import Metrics
 
 _finite = st.floats(allow_nan=False, allow_infinity=False)
@@ -77,7 +77,7 @@ def test_unreadable_snapshot_hash_is_a_state_error(bad: dict[str, str | None]) -
         "mean_mu_active": "1000.0",
         "boundaries": "",
     } | bad
-    with pytest.raises(StateError):
+    with pytest.raises(CorruptValue):
         decode_snapshot({k: v for k, v in fields.items() if v is not None})
 
 
