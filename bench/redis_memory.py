@@ -265,7 +265,7 @@ def run(args: argparse.Namespace, r: redis.Redis, own_server: bool) -> dict[str,
     outbox_entries = r.xlen(keys.outbox)
     r.unlink(keys.outbox)
     no_outbox = settle(r)
-    cooldown_keys = delete_matching(r, f"{{{ns}}}:cd:*")
+    cooldown_keys = delete_matching(r, keys.match_cooldowns)
     core = settle(r)
     sample = [
         keys.player(player_id(i)) for i in range(0, args.players, max(1, args.players // 500))
@@ -293,7 +293,7 @@ def run(args: argparse.Namespace, r: redis.Redis, own_server: bool) -> dict[str,
         }
         r.config_set("hash-max-listpack-value", listpack_value)
     mem_info = r.info("memory")
-    delete_matching(r, f"{{{ns}}}:*")
+    delete_matching(r, keys.match_all)
 
     per_player = (core - base_mem) / tracked
     per_cooldown = (no_outbox - core) / max(1, cooldown_keys)

@@ -28,6 +28,7 @@ import redis
 from confluent_kafka import KafkaError, Message, Producer
 
 from consumer._metrics import Metrics
+from redis_layout import Keys
 
 GROUP: Final = "relay"
 _ENTRY: Final = msgspec.msgpack.Decoder(list[tuple[str, bytes]])
@@ -54,7 +55,7 @@ class Relay:
         self,
         client: redis.Redis,
         producer: Producer,
-        stream: str,
+        keys: Keys,
         topic: str,
         consumer_name: str,
         max_entries: int,
@@ -65,8 +66,8 @@ class Relay:
     ) -> None:
         self._r = client
         self._producer = producer
-        self._stream = stream
-        self._quarantine_stream = stream + ":quarantine"
+        self._stream = keys.outbox
+        self._quarantine_stream = keys.outbox_quarantine
         self._topic = topic
         self._name = consumer_name
         self._max_entries = max_entries

@@ -95,7 +95,7 @@ class Pipeline:
         self.relay = Relay(
             self.redis,
             self.producer,
-            self.keys.outbox,
+            self.keys,
             config.rating_topic,
             config.instance_id,
             config.relay_batch,

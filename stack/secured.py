@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from redis_layout import Keys
 from stack._errors import StackError
 from stack._ports import LOOPBACK, free_port
 from stack._procs import log_tail, spawn, stop_pid
@@ -367,7 +368,7 @@ def acl_setuser_commands(namespace: str, passwords: dict[str, str]) -> list[list
             continue
         for role, password in passwords.items():
             line = line.replace(f"<{role}-password>", password)
-        commands.append(line.replace("{ns}", "{" + namespace + "}").split())
+        commands.append(line.replace("{ns}", Keys(namespace).tag).split())
     return commands
 
 

@@ -21,7 +21,6 @@ happens only while nobody is active (a new or idle deployment).
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections.abc import Callable
 from typing import Any
@@ -180,7 +179,7 @@ class PopulationReader:
 
     def all_mus(self) -> list[float]:
         """μ of every tracked player (A = P when nobody is active): SCAN of the hashes, O(P)."""
-        pattern = _glob_escape(self._keys.player_prefix) + "*"
+        pattern = self._keys.match_players
         mus: list[float] = []
         for batch in _batches_of(self._client.scan_iter(match=pattern, count=_SCAN_COUNT)):
             pipe = self._client.pipeline(transaction=False)
@@ -217,10 +216,3 @@ def _batches_of(keys: Any) -> Any:
             batch = []
     if batch:
         yield batch
-
-
-_GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
-
-
-def _glob_escape(text: str) -> str:
-    return _GLOB_SPECIAL.sub(r"\\\1", text)

@@ -111,8 +111,7 @@ def change_ids(event_ids: Iterable[str]) -> set[str]:
 
 
 def redis_players(client: redis.Redis, keys: Keys) -> dict[str, tuple[PlayerState, int]]:
-    prefix = keys.player("").encode()
-    names = [k for k in client.scan_iter(match=prefix + b"*", count=5000)]
+    names = list(client.scan_iter(match=keys.match_players, count=5000))
     pipe = client.pipeline(transaction=False)
     for k in names:
         pipe.hmget(k, FIELDS)
@@ -120,7 +119,7 @@ def redis_players(client: redis.Redis, keys: Keys) -> dict[str, tuple[PlayerStat
     for k, values in zip(names, pipe.execute(), strict=True):
         decoded = decode_player(values)
         assert decoded is not None
-        out[k[len(prefix) :].decode()] = decoded
+        out[k.decode()[len(keys.player_prefix) :]] = decoded
     return out
 
 

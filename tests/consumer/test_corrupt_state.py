@@ -106,7 +106,7 @@ def test_corrupt_players_cooldowns_snapshot_and_outbox_are_quarantined(
     finally:
         consumer.stop()
 
-    quarantined = client.xrange(keys.outbox + ":quarantine")
+    quarantined = client.xrange(keys.outbox_quarantine)
     assert [sorted(f) for _id, f in quarantined] == [
         [b"entry", b"error", b"m"],
         [b"entry", b"error", b"other"],

@@ -64,7 +64,7 @@ def _producer(bootstrap: str) -> Producer:
 
 def _relay(client: redis.Redis, bootstrap: str, keys: Keys, topic: str, name: str) -> Relay:
     return Relay(
-        client, _producer(bootstrap), keys.outbox, topic, name, MAX_ENTRIES, CLAIM_IDLE_MS,
+        client, _producer(bootstrap), keys, topic, name, MAX_ENTRIES, CLAIM_IDLE_MS,
         Metrics(), max_in_flight=10 * MESSAGES_PER_ENTRY, pump_s=PUMP_S,
     )  # fmt: skip
 
