@@ -92,18 +92,7 @@ class Pipeline:
         self.blocked = Blocked(
             self.metrics, config.topic, config.backoff_initial_s, config.backoff_max_s
         )
-        self.relay = Relay(
-            self.redis,
-            self.producer,
-            self.keys,
-            config.rating_topic,
-            config.instance_id,
-            config.relay_batch,
-            config.outbox_claim_idle_ms,
-            self.metrics,
-            config.relay_max_in_flight,
-            config.relay_pump_ms / 1000,
-        )
+        self.relay = Relay(self.redis, self.producer, self.keys, config, self.metrics)
         self.log_range = LogRange(config.topic, self.metrics, config.held_recheck_ms / 1000)
         self.assigned: set[int] = set()
         self.positions: dict[int, int] = {}

@@ -50,25 +50,11 @@ class RedisPublisher:
     def __init__(self, client: redis.Redis, keys: Keys, holder_id: str) -> None:
         self._client = client
         self._keys = keys
-        self._holder = holder_id
-        self._publish = client.register_script(scripts.PUBLISH)
+        self._scripts = scripts.Fenced(client, keys, holder_id)
 
     def publish(self, snapshot: Snapshot, previous_version: int) -> int:
         """The new version; LeaseLost or SnapshotMovedOn when it must not be written."""
-        fields = encode_snapshot(snapshot)
-        answer = int(
-            self._publish(
-                keys=[self._keys.lease, self._keys.snapshot],
-                args=[
-                    self._holder,
-                    previous_version,
-                    fields["computed_at"],
-                    fields["active_count"],
-                    fields["mean_mu_active"],
-                    fields["boundaries"],
-                ],
-            )
-        )
+        answer = self._scripts.publish(previous_version, encode_snapshot(snapshot))
         if answer == scripts.NOT_HOLDER:
             raise LeaseLost("lease lost before publishing")
         if answer == scripts.SNAPSHOT_MOVED_ON:
