@@ -90,6 +90,19 @@ class RedisServer:
             stop_pid(self._popen.pid, timeout=timeout, popen=self._popen)
             self._popen = None
 
+    def kill(self) -> None:
+        """SIGKILL: redis-server exits without saving anything."""
+        if self._popen is not None:
+            self._popen.kill()
+            self._popen.wait(30)
+            self._popen = None
+
+    def restart(self, down_s: float = 1.0) -> None:
+        """`stop`, stay down `down_s` seconds, `start` again on the same port and work folder."""
+        self.stop()
+        time.sleep(down_s)
+        self.start()
+
     def alive(self) -> bool:
         """Whether the redis-server process is running."""
         return self._popen is not None and self._popen.poll() is None
