@@ -1,5 +1,6 @@
 """The tier job: `adr calibrate` (population snapshot → Redis and `tier-boundaries`).
-See docs/design.md, "Redis layout"; `adr leaderboard` is the `leaderboard` package.
+See docs/design.md, "Redis layout" (its key names, snapshot codec and fenced Lua scripts are
+`redis_layout`'s); `adr leaderboard` is the `leaderboard` package.
 
 Exceptions: `TierJobError` (root) ← `StateError` (Redis holds what cannot be read),
 `PublishError` (the topic missed a message), `LeaseLost`, `SnapshotMovedOn`.
