@@ -39,12 +39,12 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 import consumer._writer as writer_module
 from consumer._batch import Plan
-from consumer._redis_codec import FIELDS, decode_player, encode_player
 from consumer.config import Config
 from consumer.pipeline import Pipeline
 from engine import Params, initial_snapshot, is_duplicate, new_player, rate_kill, sigma_units
 from loadgen import SimConfig, generate
 from redis_layout import Keys
+from redis_layout.player_codec import FIELDS, decode_player, encode_player
 from runtime import KafkaSettings, add_kafka_arguments, kafka_settings_from_args
 from runtime.kafka_produce import produce_waiting
 from schemas import decode_kill_event

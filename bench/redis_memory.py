@@ -36,12 +36,11 @@ import redis
 from _memory_report import MAX_AGE_MS, report
 
 from consumer._batch import Accepted, rate_batch
-from consumer._store import Conflict, Store
+from consumer._store import Store
 from consumer._writer import Batch
 from engine import Params, take_snapshot
-from redis_layout import Keys
+from redis_layout import Conflict, Keys, encode_snapshot
 from schemas import KillEvent
-from tierjob.snapshot_codec import encode_snapshot
 
 TOPIC = "kill-events"
 COMPACT_LISTPACK_VALUE = 256
@@ -266,7 +265,7 @@ def run(args: argparse.Namespace, r: redis.Redis, own_server: bool) -> dict[str,
     outbox_entries = r.xlen(keys.outbox)
     r.unlink(keys.outbox)
     no_outbox = settle(r)
-    cooldown_keys = delete_matching(r, f"{{{ns}}}:cd:*")
+    cooldown_keys = delete_matching(r, keys.match_cooldowns)
     core = settle(r)
     sample = [
         keys.player(player_id(i)) for i in range(0, args.players, max(1, args.players // 500))
@@ -294,7 +293,7 @@ def run(args: argparse.Namespace, r: redis.Redis, own_server: bool) -> dict[str,
         }
         r.config_set("hash-max-listpack-value", listpack_value)
     mem_info = r.info("memory")
-    delete_matching(r, f"{{{ns}}}:*")
+    delete_matching(r, keys.match_all)
 
     per_player = (core - base_mem) / tracked
     per_cooldown = (no_outbox - core) / max(1, cooldown_keys)

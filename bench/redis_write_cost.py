@@ -1,5 +1,5 @@
 # ruff: noqa: E402  (the compiled build must be put first on sys.path before the imports below)
-"""Where Redis spends its CPU on the consumer's atomic batch write (consumer/_apply.lua).
+"""Where Redis spends its CPU on the consumer's atomic batch write (redis_layout: apply.lua).
 
     python bench/redis_write_cost.py                    # 200,000 events, 100,000 players
     python bench/redis_write_cost.py --events 20000 --players 5000 --repeats 1   # quick
@@ -46,18 +46,18 @@ import redis
 
 import consumer._store as store_module
 from consumer._batch import Accepted, Plan, rate_batch
-from consumer._redis_codec import FIELDS
 from consumer._store import Store
 from consumer._writer import Batch
 from engine import Params
 from loadgen import SimConfig, generate
-from redis_layout import Keys
+from redis_layout import Keys, scripts
+from redis_layout.player_codec import FIELDS
 from schemas import Limits, decode_kill_event
 
 HOUR_MS = 3_600_000
 BATCH = 1000
 TOPIC = "kill-events"
-SCRIPT = store_module._WRITE
+SCRIPT = scripts.APPLY
 _FIELD = tuple(field for field in FIELDS if field != "ver")  # the values Plan.players carries
 _ITEMS = 17  # per player in Plan.players: id, checked ver, new ver, 12 values, since, active
 
@@ -227,7 +227,7 @@ def _redis_cpu_s(client: redis.Redis) -> float:
 
 def _drop(client: redis.Redis, namespace: str) -> None:
     batch: list[bytes] = []
-    for key in client.scan_iter(match=f"{{{namespace}}}:*", count=5000):
+    for key in client.scan_iter(match=Keys(namespace).match_all, count=5000):
         batch.append(key)
         if len(batch) == 5000:
             client.delete(*batch)
@@ -257,17 +257,17 @@ def _replay(
 def run(client: redis.Redis, recorded: list[Recorded], namespace: str, params: Params,
         repeats: int) -> dict[str, Any]:  # fmt: skip
     events = sum(r.events for r in recorded)
-    tag = f"{{{namespace}}}".encode()
+    tag = Keys(namespace).tag.encode()
     keep_ms = params.cooldown_ms + 4 * HOUR_MS
     results: dict[str, list[float]] = {}
 
     def script_sender(source: str) -> Callable[[Any, str], None]:
-        old_sha = store_module._WRITE_SHA.encode()
+        old_sha = scripts.APPLY_SHA.encode()
         new_sha = hashlib.sha1(source.encode()).hexdigest().encode()
         client.script_load(source)
 
         def send(conn: Any, fresh: str) -> None:
-            new_tag = f"{{{fresh}}}".encode()
+            new_tag = Keys(fresh).tag.encode()
             for rec in recorded:  # same-length namespace: the RESP lengths stay right
                 command = rec.packed.replace(old_sha, new_sha, 1).replace(tag, new_tag)
                 conn.send_packed_command([command])

@@ -199,9 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             )
         print(json.dumps(figures))
     finally:
-        batch = list(
-            client.scan_iter(match=f"{{{keys.namespace}}}*".replace("{", "\\{"), count=BATCH)
-        )
+        batch = list(client.scan_iter(match=keys.match_all, count=BATCH))
         for i in range(0, len(batch), BATCH):
             client.delete(*batch[i : i + BATCH])
         for key in (keys.activity, keys.active_mu):

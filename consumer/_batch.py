@@ -15,7 +15,6 @@ from typing import Any, Final
 
 import msgspec
 
-from consumer._redis_codec import script_values
 from engine import (
     DEFAULT_LATENESS_MS,
     Params,
@@ -30,6 +29,7 @@ from engine import (
     tier_label,
 )
 from redis_layout import Keys
+from redis_layout.player_codec import script_values
 from schemas import KillEvent, Role, encode_rating_change, rating_change
 
 _LIMB_BITS: Final = 32
@@ -75,9 +75,10 @@ class Plan:
     """One batch's atomic write: what to check (compare-and-set) and what to write."""
 
     players: list[str | msgspec.Raw] = dataclasses.field(default_factory=list)
-    """Per changed player, the 17 items of PLAYER_ITEMS in consumer/_apply.lua: id, checked ver,
-    new ver, the hash values (FIELDS order, without ver; see `script_values`), activity time
-    ("" = none), "1" if active else "0". The write sends them as one msgpack array."""
+    """Per changed player, the 17 items of PLAYER_ITEMS in redis_layout/scripts/apply.lua: id,
+    checked ver, new ver, the hash values (FIELDS order, without ver; see `script_values`),
+    activity time ("" = none), "1" if active else "0". The write sends them as one msgpack
+    array."""
     states: dict[str, tuple[PlayerState, int]] = dataclasses.field(default_factory=dict)
     """player -> (state, ver) as the write leaves it, for every player the batch changed."""
     offset_checks: list[tuple[int, int | None]] = dataclasses.field(default_factory=list)

@@ -64,18 +64,7 @@ class Clients:
         store = Store(client, keys, config.topic, params, config.lateness_ms, on_corrupt)
         kafka = new_consumer(config, errors)
         producer = new_producer(config, errors)
-        relay = Relay(
-            client,
-            producer,
-            keys.outbox,
-            config.rating_topic,
-            config.instance_id,
-            config.relay_batch,
-            config.outbox_claim_idle_ms,
-            metrics,
-            config.relay_max_in_flight,
-            config.relay_pump_ms / 1000,
-        )
+        relay = Relay(client, producer, keys, config, metrics)
         return cls(
             errors=errors,
             redis=client,

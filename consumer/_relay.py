@@ -4,16 +4,18 @@ Each outbox entry holds one batch's rating changes (`m`: msgpack array of [playe
 Entries are read through a Redis stream consumer group, so instances sharing a namespace never
 send the same entry twice while alive. An entry is XACKed and XDELed only after Kafka confirmed
 every message of it; an entry read by an instance that then died is claimed by another after
-`claim_idle_ms` and sent again: the only way a duplicate (same `id`) reaches `rating-changes`.
+`outbox_claim_idle_ms` and sent again: the only way a duplicate (same `id`) reaches
+`rating-changes`.
 
 While an entry waits for the broker (sent, not yet confirmed: "in flight") its owner keeps it
 fresh in the group (XCLAIM ... JUSTID resets its idle time) and never claims it again itself, so
 a slow or blocked broker delays rating changes but never duplicates them. An entry whose delivery
-failed leaves the in-flight set and is claimed again (by anyone) after `claim_idle_ms`.
+failed leaves the in-flight set and is claimed again (by anyone) after `outbox_claim_idle_ms`.
 
-Each `pump` is bounded: it takes at most `max_entries` entries, none while `max_in_flight`
-messages wait for the broker, and stops producing after `pump_s` (a full local queue, a down
-broker); what it read and has not produced yet is produced by the next pumps, in order.
+Each `pump` is bounded: it takes at most `relay_batch` entries, none while `relay_max_in_flight`
+messages wait for the broker, and stops producing after `relay_pump_ms` (a full local queue, a
+down broker); what it read and has not produced yet is produced by the next pumps, in order.
+(The bounds are the consumer's Config fields.)
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ import redis
 from confluent_kafka import KafkaError, Message, Producer
 
 from consumer._metrics import Metrics
+from consumer.config import Config
+from redis_layout import Keys
+from runtime.kafka_produce import produce_waiting
 
 GROUP: Final = "relay"
 _ENTRY: Final = msgspec.msgpack.Decoder(list[tuple[str, bytes]])
 _ACK_CHUNK: Final = 1000
-_QUEUE_FULL_POLL_S: Final = 0.05
 log = logging.getLogger("adr.consumer.relay")
 
 
@@ -50,30 +54,18 @@ class _Entry:
 
 
 class Relay:
+    """The outbox relay of one rating pool (`keys`), to `config.rating_topic`, named
+    `config.instance_id` in the group, bounded by `config.relay_batch` (entries per pump),
+    `relay_max_in_flight`, `relay_pump_ms` and `outbox_claim_idle_ms`."""
+
     def __init__(
-        self,
-        client: redis.Redis,
-        producer: Producer,
-        stream: str,
-        topic: str,
-        consumer_name: str,
-        max_entries: int,
-        claim_idle_ms: int,
-        metrics: Metrics,
-        max_in_flight: int = 100_000,
-        pump_s: float = 0.5,
+        self, client: redis.Redis, producer: Producer, keys: Keys, config: Config, metrics: Metrics
     ) -> None:
         self._r = client
         self._producer = producer
-        self._stream = stream
-        self._quarantine_stream = stream + ":quarantine"
-        self._topic = topic
-        self._name = consumer_name
-        self._max_entries = max_entries
-        self._claim_idle_ms = claim_idle_ms
+        self._keys = keys
+        self._config = config
         self._metrics = metrics
-        self._max_in_flight = max_in_flight
-        self._pump_s = pump_s
         self._done: list[bytes] = []
         self._in_flight = 0  # messages produced, no delivery report yet
         self._mine: dict[bytes, _Entry] = {}  # entries read and not yet confirmed or failed
@@ -98,11 +90,11 @@ class Relay:
     def pump(self) -> int:
         """Acknowledge what Kafka confirmed, keep this relay's unconfirmed entries its own, claim
         entries abandoned by others, read new ones (as room allows), then produce for at most
-        `pump_s`; returns the entries taken."""
+        `relay_pump_ms`; returns the entries taken."""
         self._producer.poll(0)
         if not self._group_ready:
             try:
-                self._r.xgroup_create(self._stream, GROUP, id="0", mkstream=True)
+                self._r.xgroup_create(self._keys.outbox, GROUP, id="0", mkstream=True)
             except redis.ResponseError as exc:
                 if "BUSYGROUP" not in str(exc):
                     raise
@@ -113,11 +105,11 @@ class Relay:
         now = time.monotonic()
         claiming = now >= self._next_claim
         if claiming:
-            self._next_claim = now + self._claim_idle_ms / 2000
+            self._next_claim = now + self._config.outbox_claim_idle_ms / 2000
             self._queue_keep_mine(pipe)
         room = self._room()
         if room > 0:
-            pipe.xreadgroup(GROUP, self._name, {self._stream: ">"}, count=room)
+            pipe.xreadgroup(GROUP, self._config.instance_id, {self._keys.outbox: ">"}, count=room)
         try:
             replies: list[Any] = pipe.execute(raise_on_error=False) if len(pipe) else []
         except redis.RedisError:
@@ -136,7 +128,7 @@ class Relay:
                 taken += self._take(items)
         if claiming and self._room() > 0:
             taken += self._claim_abandoned(self._room())
-        self._produce(time.monotonic() + self._pump_s)
+        self._produce(time.monotonic() + self._config.relay_pump_ms / 1000)
         self._producer.poll(0)
         return taken
 
@@ -145,35 +137,41 @@ class Relay:
         for the operator, gone from the outbox, so no relay trips over it again."""
         kept: dict[Any, Any] = {**fields, b"entry": entry_id, b"error": error}
         pipe = self._r.pipeline(transaction=True)
-        pipe.xadd(self._quarantine_stream, kept)
-        pipe.xack(self._stream, GROUP, entry_id)
-        pipe.xdel(self._stream, entry_id)
+        pipe.xadd(self._keys.outbox_quarantine, kept)
+        pipe.xack(self._keys.outbox, GROUP, entry_id)
+        pipe.xdel(self._keys.outbox, entry_id)
         pipe.execute()
         self._metrics.corrupt_state.labels("outbox").inc()
         log.error(
             "corrupt outbox entry moved to quarantine",
-            extra={"entry": entry_id.decode(), "to": self._quarantine_stream, "error": error},
+            extra={"entry": entry_id.decode(), "to": self._keys.outbox_quarantine, "error": error},
         )
 
     def _room(self) -> int:
-        """How many more entries may be taken: none while `max_in_flight` messages wait for the
-        broker, and at most `max_entries` read and not yet produced."""
-        if self._in_flight >= self._max_in_flight:
+        """How many more entries may be taken: none while `relay_max_in_flight` messages wait for
+        the broker, and at most `relay_batch` read and not yet produced."""
+        if self._in_flight >= self._config.relay_max_in_flight:
             return 0
-        return max(0, self._max_entries - len(self._unsent))
+        return max(0, self._config.relay_batch - len(self._unsent))
 
     def _queue_keep_mine(self, pipe: Any) -> None:
         """Reset the idle time of this relay's in-flight entries, so that no one (this relay
         included) claims them while the broker is merely slow."""
         ids = list(self._mine)
         for i in range(0, len(ids), _ACK_CHUNK):
-            pipe.xclaim(self._stream, GROUP, self._name, 0, ids[i : i + _ACK_CHUNK], justid=True)
+            chunk = ids[i : i + _ACK_CHUNK]
+            pipe.xclaim(self._keys.outbox, GROUP, self._config.instance_id, 0, chunk, justid=True)
 
     def _claim_abandoned(self, count: int) -> int:
-        """Claim entries idle for `claim_idle_ms` (their reader died, or their delivery failed);
-        skip this relay's own in-flight entries, which it is still sending."""
+        """Claim entries idle for `outbox_claim_idle_ms` (their reader died, or their delivery
+        failed); skip this relay's own in-flight entries, which it is still sending."""
         reply: Any = self._r.xautoclaim(
-            self._stream, GROUP, self._name, self._claim_idle_ms, self._claim_from, count=count
+            self._keys.outbox,
+            GROUP,
+            self._config.instance_id,
+            self._config.outbox_claim_idle_ms,
+            self._claim_from,
+            count=count,
         )
         cursor, items = reply[0], reply[1]
         self._claim_from = cursor.decode() if isinstance(cursor, bytes) else str(cursor)
@@ -204,16 +202,12 @@ class Relay:
             messages = entry.messages
             while entry.sent < len(messages):
                 player, value = messages[entry.sent]
-                try:
-                    self._producer.produce(
-                        self._topic, value=value, key=player, on_delivery=delivered
-                    )
-                except BufferError:
-                    if time.monotonic() >= deadline:
-                        return  # the next pump goes on from here
-                    self._producer.poll(_QUEUE_FULL_POLL_S)  # let deliveries drain
-                    self._metrics.tick()  # bounded by the deadline: not a stall
-                    continue
+                queued = produce_waiting(
+                    self._producer, self._config.rating_topic, value, player, on_delivery=delivered,
+                    deadline=deadline, on_wait=self._metrics.tick,
+                )  # fmt: skip
+                if not queued:
+                    return  # the next pump goes on from here
                 entry.sent += 1
                 self._in_flight += 1
             self._unsent.popleft()
@@ -237,8 +231,8 @@ class Relay:
     def _queue_acknowledge(self, pipe: Any, ids: list[bytes]) -> None:
         for i in range(0, len(ids), _ACK_CHUNK):
             chunk = ids[i : i + _ACK_CHUNK]
-            pipe.xack(self._stream, GROUP, *chunk)
-            pipe.xdel(self._stream, *chunk)
+            pipe.xack(self._keys.outbox, GROUP, *chunk)
+            pipe.xdel(self._keys.outbox, *chunk)
 
     def _acknowledge(self) -> None:
         if not self._done:
@@ -264,4 +258,4 @@ class Relay:
 
     def backlog(self) -> int:
         """Outbox entries (batches) not yet acknowledged."""
-        return int(self._r.xlen(self._stream))
+        return int(self._r.xlen(self._keys.outbox))

@@ -9,7 +9,7 @@ instance to instance:
 - Redis refuses the command (`refusal`): OOM under `maxmemory` with `noeviction`, READONLY from
   a replica (after a failover), MASTERDOWN and LOADING during failover or start-up, BUSY while a
   slow script runs, and WRONGTYPE / BADVALUE when a key the write needs holds data of another
-  kind (the write script checks this before its first write; consumer/_apply.lua).
+  kind (the write script checks this before its first write; redis_layout/scripts/apply.lua).
 
 - Redis holds corrupt `pop` or offsets (`CorruptState`, raised by the reads): nothing can be
   computed without them; counted in `adr_corrupt_state_total{what}` (docs/operations.md,

@@ -1,48 +1,30 @@
-"""The consumer's Redis side: read what a batch needs, apply a Plan in one atomic script."""
+"""The consumer's Redis side: read what a batch needs, apply a Plan in one atomic script.
+
+Key names, the player-hash and snapshot codecs, the write script and the raw pipelined
+connection are the Redis layout's (redis_layout); this module builds the batch's reads and the
+write script's arguments from them.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import importlib.resources
-import inspect
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, TypeVar
+from typing import Any, Final
 
 import hiredis
 import msgspec
 import redis
 
 from consumer._batch import Plan, View
-from consumer._errors import ConsumerError, CorruptState
-from consumer._redis_codec import FIELDS, decode_player
+from consumer._errors import CorruptState
 from engine import DEFAULT_LATENESS_MS, Params, PlayerState, Snapshot, initial_snapshot
-from redis_layout import Keys
-from tierjob._errors import StateError
-from tierjob.snapshot_codec import decode_snapshot
+from redis_layout import CorruptValue, Keys, decode_snapshot, scripts
+from redis_layout.player_codec import FIELDS, decode_player
+from redis_layout.raw import PendingWrite, Sent, pipelined
 
-_SCRIPTS: Final = importlib.resources.files("consumer")
-_WRITE: Final = _SCRIPTS.joinpath("_apply.lua").read_text()
-_WRITE_SHA: Final = hashlib.sha1(_WRITE.encode()).hexdigest()
-T = TypeVar("T")
-# redis-py < 5.3 requires get_connection's command name; later releases deprecate passing it.
-_COMMAND_NAME: Final = (
-    ()
-    if inspect.signature(redis.ConnectionPool.get_connection).parameters["command_name"].default
-    is None
-    else ("EVALSHA",)
-)
 _MSGPACK: Final = msgspec.msgpack.Encoder()
 """The write's players section (one msgpack array) and its outbox entry (`m` = msgpack array of
 [player, rating-change bytes] pairs)."""
-
-
-class Conflict(Exception):
-    """A value the batch was computed from changed before the write (another instance)."""
-
-    def __init__(self, what: str, key: str) -> None:
-        super().__init__(f"{what} {key} changed concurrently")
-        self.what = what
 
 
 def _ignore(_exc: CorruptState) -> None:
@@ -54,7 +36,7 @@ class Store:
 
     A corrupt player hash or cooldown key is reported to `on_corrupt` and named in
     `View.corrupt` (its events are not rated); a snapshot that fails the checks of the one
-    snapshot codec (tierjob/snapshot_codec.py) is reported and the last good one kept; corrupt
+    snapshot codec (redis_layout/snapshot_codec.py) is reported and the last good one kept; corrupt
     `pop` or offsets raise CorruptState (nothing can be computed without them).
     """
 
@@ -104,7 +86,7 @@ class Store:
         depends on, and S, P only shape σ̄ (see consumer/README.md, "σ̄").
         """
         read = _ViewRead(self, players, pairs, partitions, cached, ids)
-        return read.parse(_pipelined(self._r, read.commands))
+        return read.parse(pipelined(self._r, read.commands))
 
     def read_view_then_write(
         self,
@@ -123,7 +105,7 @@ class Store:
         before the write: the caller lays the plan's effect over it."""
         read = _ViewRead(self, players, pairs, partitions, cached, ids)
         write = self._write_command(plan, cooldown_ms, max_age_ms)
-        sent = _Sent(self._r, _WRITE, [*read.commands, write])
+        sent = Sent(self._r, scripts.APPLY, [*read.commands, write])
         replies = sent.receive_first(len(read.commands))
         try:
             view = read.parse(replies)
@@ -135,7 +117,7 @@ class Store:
     def _current_snapshot(self, version: Any) -> Snapshot:
         """The latest published snapshot; re-read in full only when its version changed.
 
-        It is decoded by the one snapshot codec every reader uses (tierjob/snapshot_codec.py).
+        It is decoded by the one snapshot codec every reader uses (redis_layout/snapshot_codec.py).
         One that fails its checks is reported once per version, and the last good one (before
         any: the initial one) stays in use until the tier job publishes again.
         """
@@ -145,9 +127,11 @@ class Store:
                 if isinstance(version, Exception):
                     raise ValueError(str(version))
                 fields: Any = self._r.hgetall(key)
-                decoded = decode_snapshot(fields)
+                decoded = decode_snapshot(fields, key)
                 self._snapshot = initial_snapshot(self._params) if decoded is None else decoded[1]
-            except (ValueError, TypeError, StateError, redis.ResponseError) as exc:
+            except CorruptValue as exc:
+                self._on_corrupt(CorruptState("snapshot", key, exc.detail))
+            except (ValueError, TypeError, redis.ResponseError) as exc:
                 self._on_corrupt(CorruptState("snapshot", key, f"{type(exc).__name__}: {exc}"))
             if not isinstance(version, Exception):
                 self._snapshot_version = version
@@ -156,10 +140,10 @@ class Store:
     def write(self, plan: Plan, cooldown_ms: int, max_age_ms: int) -> None:
         """Apply the plan atomically; Conflict (nothing written) if a checked value moved."""
         write = self._write_command(plan, cooldown_ms, max_age_ms)
-        PendingWrite(plan, _Sent(self._r, _WRITE, [write])).result()
+        PendingWrite(plan, Sent(self._r, scripts.APPLY, [write])).result()
 
     def _write_command(self, plan: Plan, cooldown_ms: int, max_age_ms: int) -> bytes:
-        """EVALSHA of consumer/_apply.lua with the plan's sections.
+        """EVALSHA of redis_layout/scripts/apply.lua with the plan's sections.
 
         A pair's cooldown key is needed while an accepted event could still fall in its
         cooldown, which event time decides, not Redis's clock: the script deletes the keys of
@@ -194,7 +178,7 @@ class Store:
             self._watermarks_key,
             k.cooldown_due,
         )
-        args: list[object] = ["EVALSHA", _WRITE_SHA, len(keys), *keys, k.player("")]
+        args: list[object] = ["EVALSHA", scripts.APPLY_SHA, len(keys), *keys, k.player("")]
         args += (len(s) for s in sections)
         for section in sections:
             args += section
@@ -267,9 +251,9 @@ class _ViewRead:
         for player, values in zip(self.wanted, reply, strict=False):
             try:
                 decoded = decode_player(values, keys.player(player))
-            except CorruptState as exc:
+            except CorruptValue as exc:
                 corrupt[player] = exc.detail
-                store._on_corrupt(exc)
+                store._on_corrupt(CorruptState(exc.what, exc.key, exc.detail))
                 continue
             stored[player] = (None, 0) if decoded is None else decoded
         cooldowns: dict[str, int | None] = {}
@@ -309,118 +293,6 @@ def _offsets(key: str, partitions: list[int], values: Any) -> dict[int, int | No
         return {p: None if v is None else int(v) for p, v in zip(partitions, values, strict=False)}
     except ValueError as exc:
         raise CorruptState("offsets", key, str(exc)) from None
-
-
-def _read_reply(conn: Any) -> Any:
-    """One reply of a read; a WRONGTYPE error reply (a key holding another type: corrupt) is
-    returned, not raised, so that every reply is still read off the connection and the caller
-    can say which key it was. Other errors (refusals such as OOM or TRYAGAIN) are raised."""
-    try:
-        return conn.read_response()
-    except redis.ResponseError as exc:
-        if str(exc).startswith("WRONGTYPE"):
-            return exc
-        raise
-
-
-class PendingWrite:
-    """A batch write sent to Redis; `result()` waits for it (once)."""
-
-    __slots__ = ("_sent", "plan")
-
-    def __init__(self, plan: Plan, sent: _Sent) -> None:
-        self.plan = plan
-        self._sent = sent
-
-    def result(self) -> None:
-        """Returns once the write ran; Conflict if a checked value had moved (then nothing was
-        written). A connection error leaves it unknown whether the write ran."""
-        reply = self._sent.receive_last()
-        if int(reply[0]) != 0:
-            what, key = reply[1], reply[2]
-            raise Conflict(
-                what.decode() if isinstance(what, bytes) else str(what),
-                key.decode() if isinstance(key, bytes) else str(key),
-            )
-
-
-def _pipelined(client: redis.Redis, commands: list[bytes]) -> list[Any]:
-    """Send hiredis-packed commands in one write and read every reply (redis-py's pipeline
-    packs each argument in Python, which costs more than Redis spends on the commands)."""
-    pool = client.connection_pool
-    conn = pool.get_connection(*_COMMAND_NAME)
-    try:
-        conn.send_packed_command(commands)  # type: ignore[no-untyped-call]
-        replies = [_read_reply(conn) for _ in commands]
-    except BaseException:
-        conn.disconnect()  # type: ignore[no-untyped-call]  # replies may be left unread on it
-        raise
-    finally:
-        pool.release(conn)
-    return replies
-
-
-class _Sent:
-    """Commands on the wire, the last one EVALSHA of `source`: holds its pooled connection until
-    that last reply is read (the reply to a script Redis forgot is answered by loading it and
-    sending the call again)."""
-
-    __slots__ = ("_client", "_conn", "_last", "_source")
-
-    def __init__(self, client: redis.Redis, source: str, commands: list[bytes]) -> None:
-        self._client = client
-        self._source = source
-        self._last = commands[-1]
-        self._conn: Any = client.connection_pool.get_connection(*_COMMAND_NAME)
-        self._guard(lambda: self._conn.send_packed_command(commands), last=False)
-
-    def receive_first(self, n: int) -> list[Any]:
-        """The replies of the first n commands (the last one's stays on the wire)."""
-        return self._guard(lambda: [_read_reply(self._conn) for _ in range(n)], last=False)
-
-    def abandon(self) -> None:
-        """Give up on the last reply: close the connection (its reply is unread) and release it."""
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            conn.disconnect()
-            self._client.connection_pool.release(conn)
-
-    def receive_last(self) -> Any:
-        try:
-            return self._guard(self._conn.read_response, last=True)
-        except redis.exceptions.NoScriptError:
-            pass
-        self._client.script_load(self._source)  # a restarted Redis forgot it
-        self._guard(lambda: self._conn.send_packed_command([self._last]), last=False)
-        return self._guard(self._conn.read_response, last=True)
-
-    def _guard(self, action: Callable[[], T], last: bool) -> T:
-        """Run a step; the connection goes back to the pool after the last reply, or is closed
-        after any failure that leaves replies unread on it."""
-        conn = self._conn
-        if conn is None:
-            raise ConsumerError("the write's reply was already read")
-        release = last
-        try:
-            return action()
-        except redis.exceptions.NoScriptError:
-            if not last:
-                conn.disconnect()
-            release = not last  # after the last reply: the call is sent again on it
-            raise
-        except redis.ResponseError:
-            if not last:
-                conn.disconnect()
-            release = True
-            raise
-        except (redis.ConnectionError, redis.TimeoutError):
-            conn.disconnect()
-            release = True
-            raise
-        finally:
-            if release:
-                self._conn = None
-                self._client.connection_pool.release(conn)
 
 
 def _flat(pairs: object) -> list[object]:

@@ -27,9 +27,10 @@ from consumer._dead_letters import Stop
 from consumer._errors import RedisBehind
 from consumer._metrics import Metrics
 from consumer._retry import RedisRetry, refusal, retriable
-from consumer._store import Conflict, PendingWrite, Store
+from consumer._store import Store
 from engine import Params
-from redis_layout import Keys
+from redis_layout import Conflict, Keys
+from redis_layout.raw import PendingWrite
 
 log = logging.getLogger("adr.consumer")
 

@@ -1,8 +1,20 @@
-"""The Redis layout of a rating pool, with one owner: its key names (`Keys`).
+"""The Redis layout of a rating pool, with one owner (docs/design.md, "Redis layout").
 
-Exceptions: none of its own.
+- `Keys` (keys.py): every key name, hash-tagged `{ns}`. Nothing else writes a key name.
+- player_codec.py: a player's hash <-> PlayerState (the consumer's hot path; compiled).
+- snapshot_codec.py: the `{ns}:snapshot` hash <-> Snapshot (`encode_snapshot`, `decode_snapshot`).
+- scripts/: the Lua scripts (the consumer's atomic batch write, the tier job's fenced writes).
+- raw.py: pipelined reads and writes on one pooled connection without redis-py's per-argument
+  packing and reply callbacks.
+
+The consumer, the tier job, the leaderboard reader and the benches use it.
+
+Exceptions: `LayoutError` (root) ← `CorruptValue` (a value read back that its codec cannot
+decode), `Conflict` (the write script found a value the batch was computed from changed).
 """
 
+from redis_layout._errors import Conflict, CorruptValue, LayoutError
 from redis_layout.keys import Keys
+from redis_layout.snapshot_codec import decode_snapshot, encode_snapshot
 
-__all__ = ["Keys"]
+__all__ = ["Conflict", "CorruptValue", "Keys", "LayoutError", "decode_snapshot", "encode_snapshot"]

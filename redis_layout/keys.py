@@ -1,8 +1,13 @@
 """Every Redis key name of a rating pool (docs/design.md, "Redis layout"), hash-tagged `{ns}`
 so that one cluster slot holds the whole pool. The consumer, the tier job, the leaderboard reader
-and the benches all take their key names from here."""
+and the benches all take their key names (and SCAN patterns) from here."""
 
 from __future__ import annotations
+
+import re
+from typing import Final
+
+_GLOB_SPECIAL: Final = re.compile(r"([*?\[\]\\])")
 
 
 class Keys:
@@ -43,13 +48,39 @@ class Keys:
         return cls(namespace)
 
     @property
+    def tag(self) -> str:
+        """`{ns}`: the hash tag that puts every key of the pool in one cluster slot."""
+        return "{" + self.namespace + "}"
+
+    @property
+    def outbox_quarantine(self) -> str:
+        """Where the relay moves an outbox entry that does not decode."""
+        return self.outbox + ":quarantine"
+
+    @property
     def player_prefix(self) -> str:
         return self.prefix + "player:"
+
+    @property
+    def match_all(self) -> str:
+        """A SCAN MATCH pattern of every key of the pool."""
+        return _glob_escape(self.prefix) + "*"
+
+    @property
+    def match_players(self) -> str:
+        """A SCAN MATCH pattern of every player hash."""
+        return _glob_escape(self.player_prefix) + "*"
+
+    @property
+    def match_cooldowns(self) -> str:
+        """A SCAN MATCH pattern of every cooldown key."""
+        return _glob_escape(self.prefix + "cd:") + "*"
 
     def player(self, player_id: str) -> str:
         return f"{self.prefix}player:{player_id}"
 
     def cooldown(self, attacker: str, victim: str) -> str:
+        """`cd:<len(attacker)>:<attacker><victim>`: the last counted attacker -> victim."""
         # The attacker's length makes the pair unambiguous without a separator.
         return f"{self.prefix}cd:{len(attacker)}:{attacker}{victim}"
 
@@ -62,3 +93,8 @@ class Keys:
 
     def watermarks(self, topic: str) -> str:
         return f"{self.prefix}watermarks:{topic}"
+
+
+def _glob_escape(text: str) -> str:
+    """`text` matched literally by a Redis glob pattern."""
+    return _GLOB_SPECIAL.sub(r"\\\1", text)

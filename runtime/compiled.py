@@ -44,7 +44,7 @@ COMPILED: Final = (
     "consumer/_batch.py",
     "consumer/_cache.py",
     "redis_layout/keys.py",
-    "consumer/_redis_codec.py",
+    "redis_layout/player_codec.py",
 )
 """engine/_state.py and schemas/ stay interpreted: their classes are msgspec Structs."""
 _MANIFEST: Final = "manifest.json"

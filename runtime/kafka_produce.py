@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -18,9 +19,13 @@ def produce_waiting(
     headers: list[tuple[str, Any]] | None = None,
     on_delivery: Callable[[Any, Any], None] | None = None,
     wait_s: float = WAIT_STEP_S,
-) -> None:
+    deadline: float | None = None,
+    on_wait: Callable[[], None] | None = None,
+) -> bool:
     """Queue one message; while the local queue is full (BufferError), serve delivery reports
-    for `wait_s` and try again. Any other refusal (KafkaException) is the caller's."""
+    for `wait_s`, call `on_wait` (a liveness tick: waiting on the broker is not a stall) and try
+    again. With a `deadline` (time.monotonic()), give up once it has passed: False, nothing
+    queued. Any other refusal (KafkaException) is the caller's."""
     extra: dict[str, Any] = {}
     if headers is not None:
         extra["headers"] = headers
@@ -29,6 +34,10 @@ def produce_waiting(
     while True:
         try:
             producer.produce(topic, value=value, key=key, **extra)
-            return
+            return True
         except BufferError:
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
             producer.poll(wait_s)
+            if on_wait is not None:
+                on_wait()

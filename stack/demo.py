@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
 
+from redis_layout import Keys
 from runtime import (
     KafkaSettings,
     RuntimeConfigError,
@@ -249,7 +250,7 @@ def _watch(
                     print(log_tail(child.log, 2000), file=sys.stderr)
                     return EXIT_FAILED
             board = _leaderboard(args, redis_url)
-            placed = client.zcard(f"{{{args.namespace}}}:lb")
+            placed = client.zcard(Keys(args.namespace).lb)
             header = (
                 f"adr-stream demo: {time.monotonic() - started:5.0f} s, "
                 f"{placed} placed players, namespace {args.namespace} (Ctrl-C stops)\n"

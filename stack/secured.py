@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from redis_layout import Keys
 from stack._errors import StackError
 from stack._ports import LOOPBACK, free_port
-from stack._procs import log_tail, spawn, stop_pid
-from stack._provision import redis_server_bin
-from stack._redis import RECOMMENDED_SETTINGS
+from stack._redis import RECOMMENDED_SETTINGS, RedisServer
 
 _READY_TIMEOUT_S: Final = 30.0
+_READY_LINE: Final = "Ready to accept connections"
 _CERT_DAYS: Final = "2"
 
 
@@ -62,62 +62,27 @@ def make_certificates(folder: Path) -> Certificates:
     )
 
 
-@dataclass
-class RedisProcess:
-    """One redis-server (or sentinel) with arbitrary arguments, ready when its log says so."""
-
-    workdir: Path
-    args: tuple[str, ...]
-    port: int = field(default_factory=free_port)
-    ready_line: str = "Ready to accept connections"
-    _popen: subprocess.Popen[bytes] | None = None
-
-    @property
-    def log_path(self) -> Path:
-        return self.workdir / "redis.log"
-
-    def start(self) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        if self.log_path.exists():
-            self.log_path.unlink()
-        argv = [redis_server_bin(), *self.args]
-        self._popen = spawn(argv, self.log_path, tied_to_parent=True)
-        deadline = time.monotonic() + _READY_TIMEOUT_S
-        while self.ready_line not in log_tail(self.log_path, 100_000):
-            if self._popen.poll() is not None or time.monotonic() > deadline:
-                raise StackError(f"redis-server not ready: {log_tail(self.log_path)}")
-            time.sleep(0.05)
-
-    def stop(self) -> None:
-        if self._popen is not None:
-            stop_pid(self._popen.pid, timeout=10, popen=self._popen)
-            self._popen = None
-
-
-def tls_redis(workdir: Path, certs: Certificates, acl_lines: tuple[str, ...] = ()) -> RedisProcess:
+def tls_redis(workdir: Path, certs: Certificates, acl_lines: tuple[str, ...] = ()) -> RedisServer:
     """redis-server on a TLS-only port that asks clients for a certificate, with `acl_lines`
     (ACL file rules such as `user consumer on >pw ~{adr}:* +@all`) and no plain port."""
     workdir.mkdir(parents=True, exist_ok=True)
     acl = workdir / "users.acl"
     acl.write_text("".join(line + "\n" for line in acl_lines))
-    proc = RedisProcess(workdir, ())
-    proc.args = (
-        "--port", "0", "--tls-port", str(proc.port), "--bind", LOOPBACK,
+    port = free_port()
+    argv = (
+        "--port", "0", "--tls-port", str(port), "--bind", LOOPBACK,
         "--tls-cert-file", str(certs.server_cert), "--tls-key-file", str(certs.server_key),
         "--tls-ca-cert-file", str(certs.ca), "--tls-auth-clients", "yes",
         "--aclfile", str(acl), "--save", "", "--appendonly", "no", "--dir", str(workdir),
         *RECOMMENDED_SETTINGS,
     )  # fmt: skip
-    return proc
+    return RedisServer(workdir, port, argv=argv, ready_line=_READY_LINE)
 
 
-def plain_redis(workdir: Path, *extra: str) -> RedisProcess:
-    proc = RedisProcess(workdir, ())
-    proc.args = (
-        "--port", str(proc.port), "--bind", LOOPBACK, "--save", "", "--appendonly", "no",
-        "--dir", str(workdir), *RECOMMENDED_SETTINGS, *extra,
-    )  # fmt: skip
-    return proc
+def plain_redis(workdir: Path, *extra: str) -> RedisServer:
+    """A loopback redis-server on a port fixed now (other servers' arguments may name it), with
+    `extra` arguments after the stack's own (persistence, replication, cluster mode)."""
+    return RedisServer(workdir, free_port(), settings=(*RECOMMENDED_SETTINGS, *extra))
 
 
 @dataclass
@@ -126,9 +91,9 @@ class SentinelSet:
 
     workdir: Path
     service: str = "adr-primary"
-    primary: RedisProcess = field(init=False)
-    replica: RedisProcess = field(init=False)
-    sentinel: RedisProcess = field(init=False)
+    primary: RedisServer = field(init=False)
+    replica: RedisServer = field(init=False)
+    sentinel: RedisServer = field(init=False)
 
     def __post_init__(self) -> None:
         self.primary = plain_redis(self.workdir / "primary", "--appendonly", "yes",
@@ -138,14 +103,15 @@ class SentinelSet:
                                    "--replicaof", LOOPBACK, str(self.primary.port))  # fmt: skip
         conf = self.workdir / "sentinel" / "sentinel.conf"
         conf.parent.mkdir(parents=True, exist_ok=True)
-        self.sentinel = RedisProcess(self.workdir / "sentinel", (), ready_line="Sentinel ID")
+        port = free_port()
         conf.write_text(
-            f"port {self.sentinel.port}\nbind {LOOPBACK}\n"
+            f"port {port}\nbind {LOOPBACK}\n"
             f"sentinel monitor {self.service} {LOOPBACK} {self.primary.port} 1\n"
             f"sentinel down-after-milliseconds {self.service} 1000\n"
             f"sentinel failover-timeout {self.service} 5000\n"
         )
-        self.sentinel.args = (str(conf), "--sentinel")
+        sentinel_argv = (str(conf), "--sentinel")
+        self.sentinel = RedisServer(conf.parent, port, argv=sentinel_argv, ready_line="Sentinel ID")
 
     @property
     def url(self) -> str:
@@ -197,7 +163,7 @@ class RedisCluster:
 
     workdir: Path
     primaries: int = 3
-    nodes: list[RedisProcess] = field(default_factory=list)
+    nodes: list[RedisServer] = field(default_factory=list)
 
     def start(self) -> None:
         for index in range(self.primaries):
@@ -248,7 +214,6 @@ class RedisCluster:
 __all__ = [
     "Certificates",
     "RedisCluster",
-    "RedisProcess",
     "SentinelSet",
     "make_certificates",
     "plain_redis",
@@ -367,7 +332,7 @@ def acl_setuser_commands(namespace: str, passwords: dict[str, str]) -> list[list
             continue
         for role, password in passwords.items():
             line = line.replace(f"<{role}-password>", password)
-        commands.append(line.replace("{ns}", "{" + namespace + "}").split())
+        commands.append(line.replace("{ns}", Keys(namespace).tag).split())
     return commands
 
 
@@ -381,7 +346,7 @@ class SecuredStack:
     kafka_user: str = "adr"
     secrets: dict[str, str] = field(default_factory=dict)
     broker: SecuredBroker | None = None
-    redis: RedisProcess | None = None
+    redis: RedisServer | None = None
     certs: Certificates | None = None
 
     def start(self) -> None:

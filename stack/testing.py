@@ -1,8 +1,8 @@
 """pytest fixtures for a real Kafka broker and a real redis-server (no mocks, no fakes).
 
-Import them into a ``conftest.py``::
+Import them into a ``conftest.py`` (tests/conftest.py does)::
 
-    from stack.testing import kafka_admin, kafka_bootstrap, redis_client, redis_url, unique_name
+    from stack.testing import *  # noqa: F403
 
 ``kafka_bootstrap`` and ``redis_url`` are session-scoped and lazy: a session that never asks for
 Kafka never starts a JVM. Where they come from: ``KAFKA_BOOTSTRAP_SERVERS`` / ``REDIS_URL``;
@@ -32,6 +32,11 @@ __all__ = [
     "redis_url",
     "unique_name",
 ]
+
+SERVER_FIXTURES = frozenset(
+    {"adr_servers", "kafka_bootstrap", "kafka_admin", "redis_client", "redis_url"}
+)
+"""The fixtures that reach a real server (a test using one is an integration test)."""
 
 
 @pytest.fixture(scope="session")

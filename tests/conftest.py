@@ -21,35 +21,14 @@ from collections.abc import Callable
 import pytest
 
 from consumer import Config
-from stack.testing import (
-    adr_servers,
-    kafka_admin,
-    kafka_bootstrap,
-    redis_client,
-    redis_url,
-    unique_name,
-)
-
-__all__ = [
-    "adr_servers",
-    "consumer_config",
-    "kafka_admin",
-    "kafka_bootstrap",
-    "redis_client",
-    "redis_url",
-    "unique_name",
-]
-
-
-_SERVER_FIXTURES = frozenset(
-    {"adr_servers", "kafka_bootstrap", "kafka_admin", "redis_client", "redis_url"}
-)
+from stack.testing import *  # noqa: F403  (the fixtures: pytest finds them in this module)
+from stack.testing import SERVER_FIXTURES
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that reaches a real server `integration`."""
     for item in items:
-        if _SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
+        if SERVER_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.integration)
 
 

@@ -1,5 +1,6 @@
 """The tier job: `adr calibrate` (population snapshot → Redis and `tier-boundaries`).
-See docs/design.md, "Redis layout"; `adr leaderboard` is the `leaderboard` package.
+See docs/design.md, "Redis layout" (its key names, snapshot codec and fenced Lua scripts are
+`redis_layout`'s); `adr leaderboard` is the `leaderboard` package.
 
 Exceptions: `TierJobError` (root) ← `StateError` (Redis holds what cannot be read),
 `PublishError` (the topic missed a message), `LeaseLost`, `SnapshotMovedOn`.
@@ -11,7 +12,6 @@ from tierjob.config import Config
 from tierjob.lease import Lease
 from tierjob.population import LeaseLost, Population, PopulationReader
 from tierjob.publish import RedisPublisher, SnapshotMovedOn, TopicPublisher, tier_boundaries_message
-from tierjob.snapshot_codec import decode_snapshot, encode_snapshot
 
 __all__ = [
     "CalibrationResult",
@@ -27,7 +27,5 @@ __all__ = [
     "StateError",
     "TierJobError",
     "TopicPublisher",
-    "decode_snapshot",
-    "encode_snapshot",
     "tier_boundaries_message",
 ]

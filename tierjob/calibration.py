@@ -10,7 +10,7 @@ from typing import Any, Literal
 import redis
 
 from engine import TIER_LABELS, Snapshot, take_snapshot
-from redis_layout import Keys
+from redis_layout import CorruptValue, Keys, decode_snapshot
 from tierjob._errors import PublishError, StateError
 from tierjob.config import Config
 from tierjob.lease import Lease
@@ -21,7 +21,6 @@ from tierjob.publish import (
     TopicPublisher,
     tier_boundaries_message,
 )
-from tierjob.snapshot_codec import decode_snapshot
 
 Outcome = Literal["published", "not_holder", "lease_lost", "moved_on"]
 
@@ -117,9 +116,10 @@ class Calibrator:
         try:
             raw = self._client.hgetall(self._keys.snapshot)
             try:
-                previous = decode_snapshot(raw)
-            except StateError as exc:
-                previous, corrupt = _replace_corrupt(raw, exc), str(exc)
+                previous = decode_snapshot(raw, self._keys.snapshot)
+            except CorruptValue as exc:
+                error = StateError(exc.detail)
+                previous, corrupt = _replace_corrupt(raw, error), str(error)
             population = self._reader.read(now - params.active_ms)
             snapshot = take_snapshot(
                 now,

@@ -2,14 +2,15 @@
 
 Taken with SET NX PX and extended only by its holder (compare-and-extend in Lua). The lease does
 not make a paused replica stop by itself: every write the job makes is a Lua script that checks
-the lease value first (see `_scripts`), so a replica whose lease expired changes nothing.
+the lease value first (see `redis_layout.scripts`), so a replica whose lease expired changes
+nothing.
 """
 
 from __future__ import annotations
 
 import redis
 
-from tierjob import _scripts
+from redis_layout import scripts
 
 
 class Lease:
@@ -19,8 +20,8 @@ class Lease:
         self.key = key
         self.holder_id = holder_id
         self.ttl_ms = ttl_ms
-        self._acquire = client.register_script(_scripts.LEASE_ACQUIRE)
-        self._release = client.register_script(_scripts.LEASE_RELEASE)
+        self._acquire = client.register_script(scripts.LEASE_ACQUIRE)
+        self._release = client.register_script(scripts.LEASE_RELEASE)
 
     def hold(self) -> bool:
         """Take the lease if free, extend it if ours; False while another replica holds it."""

@@ -21,15 +21,14 @@ happens only while nobody is active (a new or idle deployment).
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 from collections.abc import Callable
 from typing import Any
 
 import redis
 
-from redis_layout import Keys
-from tierjob import _raw, _rdb, _scripts
+from redis_layout import Keys, raw, scripts
+from tierjob import _rdb
 from tierjob._errors import StateError, TierJobError
 
 _SCRIPT_BATCH = 1000
@@ -63,27 +62,22 @@ class Population:
     """Seconds spent reading μ over A (∝ |A|; O(P) only in the A-empty fallback)."""
 
 
+@dataclasses.dataclass
 class PopulationReader:
-    """Reads the population of one namespace under one replica's lease."""
+    """Reads the population of one namespace under one replica's lease (`holder_id`), pruning in
+    chunks of `prune_chunk` players; `renew` extends the lease between prune chunks (a long first
+    prune outlives a TTL)."""
 
-    def __init__(
-        self,
-        client: redis.Redis,
-        keys: Keys,
-        holder_id: str,
-        prune_chunk: int,
-        renew: Callable[[], bool] | None = None,
-    ) -> None:
-        """`renew` extends the lease between prune chunks (a long first prune outlives a TTL)."""
-        self._renew = renew
-        self._dump_allowed = True
-        self._client = client
-        self._keys = keys
-        self._holder = holder_id
-        self._chunk = prune_chunk
-        self._prune = client.register_script(_scripts.PRUNE_STEP)
-        self._drop = client.register_script(_scripts.DROP_INACTIVE)
-        self._add = client.register_script(_scripts.ADD_ACTIVE)
+    client: redis.Redis
+    keys: Keys
+    holder_id: str
+    prune_chunk: int
+    renew: Callable[[], bool] | None = None
+    _scripts: scripts.Fenced = dataclasses.field(init=False, repr=False)
+    _dump_allowed: bool = dataclasses.field(default=True, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._scripts = scripts.Fenced(self.client, self.keys, self.holder_id)
 
     def read(self, cutoff_ms: int) -> Population:
         """The population at `cutoff_ms` (= now − t_active); LeaseLost if the lease is gone."""
@@ -104,29 +98,25 @@ class PopulationReader:
 
     def prune(self, cutoff_ms: int) -> int:
         """Remove the players expired in (pruned_to, cutoff] from `{ns}:active_mu`, in chunks."""
-        k = self._keys
         removed_total = 0
         while True:
-            removed, _scanned, _upto, done = self._prune(
-                keys=[k.lease, k.activity, k.active_mu, k.pruned_to],
-                args=[self._holder, cutoff_ms, self._chunk],
-            )
-            if removed == _scripts.NOT_HOLDER:
+            removed, _scanned, _upto, done = self._scripts.prune_step(cutoff_ms, self.prune_chunk)
+            if removed == scripts.NOT_HOLDER:
                 raise LeaseLost("lease lost while pruning")
             removed_total += int(removed)
             if done:
                 return removed_total
-            if self._renew is not None and not self._renew():
+            if self.renew is not None and not self.renew():
                 raise LeaseLost("lease lost while pruning")
 
     def _read_fast(self, cutoff_ms: int) -> tuple[int, list[float]]:
         """|A| and the μ of every member of `{ns}:active_mu`, read atomically: DUMP (binary
         scores, see `_rdb`) where Redis allows it and the set is large, else ZRANGE."""
-        k = self._keys
+        k = self.keys
         if self._dump_allowed:
             try:
-                count, payload = _raw.transaction(
-                    self._client,
+                count, payload = raw.transaction(
+                    self.client,
                     [("ZCOUNT", k.activity, f"({cutoff_ms}", "+inf"), ("DUMP", k.active_mu)],
                 )
             except redis.ResponseError:  # DUMP renamed or denied (ACL): ZRANGE from now on
@@ -135,8 +125,8 @@ class PopulationReader:
                 scores = [] if payload is None else _rdb.zset_scores(payload)
                 if scores is not None:
                     return int(count), scores
-        count, members = _raw.transaction(
-            self._client,
+        count, members = raw.transaction(
+            self.client,
             [
                 ("ZCOUNT", k.activity, f"({cutoff_ms}", "+inf"),
                 ("ZRANGE", k.active_mu, 0, -1, "WITHSCORES"),
@@ -145,9 +135,9 @@ class PopulationReader:
         return int(count), _scores(members)[1]
 
     def _reconcile(self, cutoff_ms: int) -> tuple[list[float], int, int]:
-        k = self._keys
-        active_ids, members = _raw.transaction(
-            self._client,
+        k = self.keys
+        active_ids, members = raw.transaction(
+            self.client,
             [
                 ("ZRANGE", k.activity, f"({cutoff_ms}", "+inf", "BYSCORE"),
                 ("ZRANGE", k.active_mu, 0, -1, "WITHSCORES"),
@@ -159,40 +149,38 @@ class PopulationReader:
         inactive = [member for member in mu_of if member not in active]
         missing = [member for member in active_ids if member not in mu_of]
         dropped = sum(
-            self._fenced(self._drop, [k.lease, k.activity, k.active_mu], [cutoff_ms], batch)
-            for batch in _batches(inactive)
+            _fenced(self._scripts.drop_inactive(cutoff_ms, batch)) for batch in _batches(inactive)
         )
         added = 0
         for batch in _batches(missing):
-            pairs = self._fenced(
-                self._add, [k.lease, k.activity, k.active_mu], [cutoff_ms, k.player_prefix], batch
-            )
+            pairs = _fenced(self._scripts.add_active(cutoff_ms, batch))
             for mu in pairs[1::2]:
                 mus.append(_float(mu))
                 added += 1
         return mus, dropped, added
 
-    def _fenced(self, script: Any, keys: list[str], args: list[Any], ids: list[bytes]) -> Any:
-        answer = script(keys=keys, args=[self._holder, *args, *ids])
-        if answer == _scripts.NOT_HOLDER:
-            raise LeaseLost("lease lost while reconciling the active set")
-        return answer
-
     def all_mus(self) -> list[float]:
         """μ of every tracked player (A = P when nobody is active): SCAN of the hashes, O(P)."""
-        pattern = _glob_escape(self._keys.player_prefix) + "*"
+        pattern = self.keys.match_players
         mus: list[float] = []
-        for batch in _batches_of(self._client.scan_iter(match=pattern, count=_SCAN_COUNT)):
-            pipe = self._client.pipeline(transaction=False)
+        for batch in _batches_of(self.client.scan_iter(match=pattern, count=_SCAN_COUNT)):
+            pipe = self.client.pipeline(transaction=False)
             for key in batch:
                 pipe.hget(key, "mu")
             mus.extend(_float(mu) for mu in pipe.execute() if mu is not None)
         return mus
 
 
+def _fenced(answer: Any) -> Any:
+    """A reconciliation script's answer; LeaseLost when the lease was not ours."""
+    if answer == scripts.NOT_HOLDER:
+        raise LeaseLost("lease lost while reconciling the active set")
+    return answer
+
+
 def _scores(reply: list[Any]) -> tuple[list[bytes], list[float]]:
     try:
-        return _raw.zset_scores(reply)
+        return raw.zset_scores(reply)
     except (ValueError, TypeError, IndexError) as exc:
         raise StateError(f"unreadable {{ns}}:active_mu reply: {exc}") from exc
 
@@ -217,10 +205,3 @@ def _batches_of(keys: Any) -> Any:
             batch = []
     if batch:
         yield batch
-
-
-_GLOB_SPECIAL = re.compile(r"([*?\[\]\\])")
-
-
-def _glob_escape(text: str) -> str:
-    return _GLOB_SPECIAL.sub(r"\\\1", text)

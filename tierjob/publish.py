@@ -28,14 +28,12 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from engine import TIER_LABELS, Params, Snapshot
-from redis_layout import Keys
+from redis_layout import Keys, encode_snapshot, scripts
 from runtime import KafkaSettings
 from runtime.logs import kafka_logger
 from schemas import encode_tier_boundaries, tier_boundaries
-from tierjob import _scripts
 from tierjob._errors import PublishError, TierJobError
 from tierjob.population import LeaseLost
-from tierjob.snapshot_codec import encode_snapshot
 
 KAFKA_LOG: Final = kafka_logger("adr.tierjob.kafka")
 _SEND_ATTEMPTS: Final = 3
@@ -52,28 +50,14 @@ class RedisPublisher:
     def __init__(self, client: redis.Redis, keys: Keys, holder_id: str) -> None:
         self._client = client
         self._keys = keys
-        self._holder = holder_id
-        self._publish = client.register_script(_scripts.PUBLISH)
+        self._scripts = scripts.Fenced(client, keys, holder_id)
 
     def publish(self, snapshot: Snapshot, previous_version: int) -> int:
         """The new version; LeaseLost or SnapshotMovedOn when it must not be written."""
-        fields = encode_snapshot(snapshot)
-        answer = int(
-            self._publish(
-                keys=[self._keys.lease, self._keys.snapshot],
-                args=[
-                    self._holder,
-                    previous_version,
-                    fields["computed_at"],
-                    fields["active_count"],
-                    fields["mean_mu_active"],
-                    fields["boundaries"],
-                ],
-            )
-        )
-        if answer == _scripts.NOT_HOLDER:
+        answer = self._scripts.publish(previous_version, encode_snapshot(snapshot))
+        if answer == scripts.NOT_HOLDER:
             raise LeaseLost("lease lost before publishing")
-        if answer == _scripts.SNAPSHOT_MOVED_ON:
+        if answer == scripts.SNAPSHOT_MOVED_ON:
             raise SnapshotMovedOn(f"snapshot version moved past {previous_version}")
         return answer
 

@@ -23,6 +23,7 @@ ROOTS = {
     "engine": "EngineError",
     "evaluation": "EvaluationError",
     "leaderboard": "LeaderboardError",
+    "redis_layout": "LayoutError",
     "runtime": "RuntimeConfigError",
     "schemas": "SchemaError",
     "stack": "StackError",

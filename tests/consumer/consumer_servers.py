@@ -8,59 +8,28 @@ from __future__ import annotations
 
 import subprocess
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-import redis
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient
 
-from stack import KafkaBroker, free_port, redis_server_bin
+from stack import KafkaBroker, RedisServer, free_port
 
 
-class DurableRedis:
-    """redis-server with appendfsync always: a restart loses no acknowledged write."""
+@dataclass
+class DurableRedis(RedisServer):
+    """redis-server with appendfsync always, on a port fixed for its life: a restart (SIGTERM, it
+    fsyncs the AOF and exits) loses no acknowledged write."""
 
-    persistence: tuple[str, ...] = ("--appendonly", "yes", "--appendfsync", "always")
+    settings: tuple[str, ...] = ("--appendonly", "yes", "--appendfsync", "always")
 
-    def __init__(self, workdir: Path) -> None:
-        self.workdir = workdir
-        self.port = free_port()
-        self._proc: subprocess.Popen[bytes] | None = None
+    def __post_init__(self) -> None:
+        if self.port == 0:
+            self.port = free_port()
 
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        argv = [
-            redis_server_bin(), "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
-            "--dir", str(self.workdir), *self.persistence,
-        ]  # fmt: skip
-        log = open(self.workdir / "redis.log", "ab")  # noqa: SIM115 - lives with the process
-        self._proc = subprocess.Popen(argv, stdout=log, stderr=log)
-        client = redis.Redis.from_url(self.url)
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
-        client.close()
-
-    def stop(self) -> None:
-        if self._proc is not None:
-            self._proc.terminate()  # SIGTERM: redis-server fsyncs the AOF and exits
-            self._proc.wait(30)
-            self._proc = None
-
-    def restart(self, down_s: float = 1.0) -> None:
-        self.stop()
-        time.sleep(down_s)
-        self.start()
+    def stop(self, timeout: float = 30.0) -> None:
+        super().stop(timeout)
 
 
 class RestartableBroker:

@@ -19,12 +19,12 @@ from pathlib import Path
 import redis
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from consumer._redis_codec import FIELDS, decode_player
 from consumer._store import Store
 from consumer.config import Config
 from consumer.pipeline import Pipeline
 from engine import Params, PlayerState, RatingBook, Snapshot, sigma_units
-from redis_layout import Keys
+from redis_layout import Keys, encode_snapshot
+from redis_layout.player_codec import FIELDS, decode_player
 from runtime.kafka_produce import produce_waiting
 from schemas import KillEvent, encode_kill_event, kill_event
 from stack.testing import TopicAdmin
@@ -86,18 +86,7 @@ def encoded(evs: Iterable[KillEvent]) -> Iterator[tuple[bytes, bytes]]:
 
 
 def publish_snapshot(client: redis.Redis, keys: Keys, snapshot: Snapshot, version: int = 1) -> None:
-    client.hset(
-        keys.snapshot,
-        mapping={
-            "version": str(version),
-            "computed_at": str(snapshot.taken_at or 0),
-            "active_count": str(snapshot.active_count),
-            "mean_mu_active": repr(snapshot.mean_mu_active),
-            "boundaries": "[" + ",".join(repr(b) for b in snapshot.boundaries or ()) + "]"
-            if snapshot.boundaries
-            else "",
-        },
-    )
+    client.hset(keys.snapshot, mapping=encode_snapshot(snapshot) | {"version": str(version)})
 
 
 def rating_pool(redis_url: str, unique_name: Callable[[str], str]) -> tuple[str, Keys, redis.Redis]:
@@ -144,8 +133,7 @@ def change_ids(event_ids: Iterable[str]) -> set[str]:
 
 
 def redis_players(client: redis.Redis, keys: Keys) -> dict[str, tuple[PlayerState, int]]:
-    prefix = keys.player("").encode()
-    names = [k for k in client.scan_iter(match=prefix + b"*", count=5000)]
+    names = list(client.scan_iter(match=keys.match_players, count=5000))
     pipe = client.pipeline(transaction=False)
     for k in names:
         pipe.hmget(k, FIELDS)
@@ -153,7 +141,7 @@ def redis_players(client: redis.Redis, keys: Keys) -> dict[str, tuple[PlayerStat
     for k, values in zip(names, pipe.execute(), strict=True):
         decoded = decode_player(values)
         assert decoded is not None
-        out[k[len(prefix) :].decode()] = decoded
+        out[k.decode()[len(keys.player_prefix) :]] = decoded
     return out
 
 

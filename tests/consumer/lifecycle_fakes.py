@@ -22,8 +22,8 @@ from consumer._clients import Clients
 from consumer._dead_letters import Stop
 from consumer._kafka import KafkaErrors
 from consumer._metrics import Metrics
-from consumer._store import Conflict
 from engine import DEFAULT_LATENESS_MS, PlayerState, Snapshot
+from redis_layout import Conflict
 
 Trace = list[tuple[Any, ...]]
 
@@ -95,7 +95,7 @@ class FakeStore:
         return FakePendingWrite(self, plan)
 
     def apply(self, plan: Plan) -> None:
-        """What consumer/_apply.lua does: check, then write everything or nothing."""
+        """What redis_layout/scripts/apply.lua does: check, then write everything or nothing."""
         h = self.held
         for partition, stored in plan.offset_checks:
             if h.offsets.get(partition) != stored:

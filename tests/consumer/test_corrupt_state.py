@@ -102,7 +102,7 @@ def test_corrupt_players_cooldowns_snapshot_and_outbox_are_quarantined(
     finally:
         consumer.stop()
 
-    quarantined = client.xrange(keys.outbox + ":quarantine")
+    quarantined = client.xrange(keys.outbox_quarantine)
     assert [sorted(f) for _id, f in quarantined] == [
         [b"entry", b"error", b"m"],
         [b"entry", b"error", b"other"],
@@ -151,7 +151,8 @@ def test_the_tier_job_replaces_a_corrupt_snapshot_instead_of_failing_every_run(
 ) -> None:
     """The tier job reads the previous snapshot each run: a corrupt one made every later run fail,
     so nothing could ever replace it. Now it publishes a fresh one over it, counted."""
-    from tierjob import Calibrator, decode_snapshot
+    from redis_layout import decode_snapshot
+    from tierjob import Calibrator
     from tierjob import Config as TierConfig
     from tierjob.metrics import Metrics as TierMetrics
 

@@ -16,9 +16,9 @@ import redis
 from consumer_servers import DurableRedis
 
 from consumer._batch import Accepted, rate_batch
-from consumer._store import Conflict, Store
+from consumer._store import Store
 from engine import DEFAULT_LATENESS_MS, Params
-from redis_layout import Keys
+from redis_layout import Conflict, Keys
 from schemas import kill_event
 
 HOUR_MS = 3_600_000
@@ -94,7 +94,7 @@ def test_cooldowns_stay_exact_when_writes_are_delayed_hours_after_the_events(
         assert book.duplicates > 20  # the stream repeats pairs inside the cooldown
         assert duplicates == book.duplicates
         S.assert_redis_equals_replay(client, keys, book, PARAMS, exact=True)
-        cooldown_keys = list(client.scan_iter(match=f"{{{ns}}}:cd:*", count=1000))
+        cooldown_keys = list(client.scan_iter(match=keys.match_cooldowns, count=1000))
         assert cooldown_keys
         assert {client.pttl(k) for k in cooldown_keys} == {-1}  # no wall-clock expiry
         client.close()

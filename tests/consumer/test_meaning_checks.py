@@ -15,10 +15,9 @@ import consumer_support as S
 from confluent_kafka import Producer
 
 from consumer._batch import Accepted, rate_batch
-from consumer._store import Conflict
 from consumer.config import Config
 from engine import Params
-from redis_layout import Keys
+from redis_layout import Conflict, Keys
 from schemas import (
     KillEvent,
     decode_kill_event,

@@ -78,7 +78,7 @@ def test_a_flood_of_new_ids_stops_at_max_players_and_dead_letters_the_rest(
     refused_ids = {e.id for e in refused}
     book = S.replay([e for e in events if e.id not in refused_ids], params, S.SNAPSHOT)
     S.assert_redis_equals_replay(client, keys, book, params, exact=True)
-    assert len(list(client.scan_iter(match=keys.player("*"), count=1000))) == MAX_PLAYERS
+    assert len(list(client.scan_iter(match=keys.match_players, count=1000))) == MAX_PLAYERS
     # Redis holds players, cooldown pairs and counted ids (each indexed for the event-time sweep)
     # and the pool's fixed keys: nothing per arena.
     fixed = {keys.lb, keys.activity, keys.active_mu, keys.pop, keys.outbox, keys.snapshot,
@@ -86,7 +86,7 @@ def test_a_flood_of_new_ids_stops_at_max_players_and_dead_letters_the_rest(
              keys.cooldown_due}  # fmt: skip
     swept = {m.decode() for m in client.zrange(keys.cooldown_due, 0, -1)}
     cooldown_prefix = keys.cooldown("", "")[: -len("0:")]
-    for raw in client.scan_iter(match=keys.prefix + "*", count=1000):
+    for raw in client.scan_iter(match=keys.match_all, count=1000):
         key = raw.decode()
         assert "arena" not in key, key
         if key.startswith(cooldown_prefix) or key.startswith(keys.event_id("")):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import consumer_support as S
@@ -20,21 +21,19 @@ from engine import Params
 PARAMS = Params()
 
 
+@dataclass
 class SnapshotRedis(DurableRedis):
     """redis-server persisted by RDB only, saved when the test says so (SAVE)."""
 
-    persistence = ("--appendonly", "no", "--dbfilename", "dump.rdb")
+    settings: tuple[str, ...] = ("--appendonly", "no", "--dbfilename", "dump.rdb")
 
     @property
     def dump(self) -> Path:
         return self.workdir / "dump.rdb"
 
-    def stop(self) -> None:
+    def stop(self, timeout: float = 30.0) -> None:
         """Stop without saving: what Redis had since the last SAVE is gone."""
-        if self._proc is not None:
-            self._proc.kill()
-            self._proc.wait(30)
-            self._proc = None
+        self.kill()
 
 
 def test_redis_restarted_from_an_older_snapshot_is_noticed_and_the_lost_part_applied_again(

@@ -63,10 +63,12 @@ def _producer(bootstrap: str) -> Producer:
 
 
 def _relay(client: redis.Redis, bootstrap: str, keys: Keys, topic: str, name: str) -> Relay:
-    return Relay(
-        client, _producer(bootstrap), keys.outbox, topic, name, MAX_ENTRIES, CLAIM_IDLE_MS,
-        Metrics(), max_in_flight=10 * MESSAGES_PER_ENTRY, pump_s=PUMP_S,
+    config = Config(
+        rating_topic=topic, instance_id=name, relay_batch=MAX_ENTRIES,
+        outbox_claim_idle_ms=CLAIM_IDLE_MS, relay_max_in_flight=10 * MESSAGES_PER_ENTRY,
+        relay_pump_ms=int(PUMP_S * 1000),
     )  # fmt: skip
+    return Relay(client, _producer(bootstrap), keys, config, Metrics())
 
 
 def _timed_pump(relay: Relay) -> int:

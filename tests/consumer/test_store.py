@@ -11,9 +11,9 @@ import redis
 
 from consumer._batch import Accepted, rate_batch
 from consumer._cache import StateCache
-from consumer._store import Conflict, Store
+from consumer._store import Store
 from engine import Params, RatingBook, initial_snapshot
-from redis_layout import Keys
+from redis_layout import Conflict, Keys
 from schemas import kill_event
 
 TOPIC = "kill-events"

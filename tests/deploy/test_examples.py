@@ -24,6 +24,7 @@ import pytest
 import redis
 from confluent_kafka import Consumer
 
+from redis_layout import Keys
 from schemas import Limits, Reason, decode_kill_event
 from tests.deploy._metrics import REPO
 
@@ -119,9 +120,10 @@ def test_reader_example_matches_adr_leaderboard_on_consumer_state(
 ) -> None:
     topic, _ = published
     ns = unique_name("docs")
+    keys = Keys(ns)
     # What the tier job publishes: with boundaries, players can be placed.
     redis_client.hset(
-        f"{{{ns}}}:snapshot",
+        keys.snapshot,
         mapping={
             "version": "1",
             "computed_at": str(time.time_ns() // 1_000_000),
@@ -140,13 +142,13 @@ def test_reader_example_matches_adr_leaderboard_on_consumer_state(
     )  # fmt: skip
     try:
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and redis_client.zcard(f"{{{ns}}}:lb") < len(PLAYERS):
+        while time.monotonic() < deadline and redis_client.zcard(keys.lb) < len(PLAYERS):
             assert consume.poll() is None, consume.stderr.read() if consume.stderr else ""
             time.sleep(0.2)
     finally:
         consume.send_signal(signal.SIGTERM)
         _, err = consume.communicate(timeout=60)
-    assert redis_client.zcard(f"{{{ns}}}:lb") == len(PLAYERS), err[-2000:]
+    assert redis_client.zcard(keys.lb) == len(PLAYERS), err[-2000:]
 
     reader = _example("read_leaderboard")
     r = redis.Redis.from_url(redis_url)
@@ -166,17 +168,17 @@ def test_reader_example_matches_adr_leaderboard_on_consumer_state(
     # The doc's key table covers every key the consumer wrote, and its field table every field.
     patterns = _doc_table_column("leaderboards.md", "## Keys")
     as_regex = [
-        re.compile("^" + re.escape(p).replace(r"\{NS\}", re.escape("{" + ns + "}"))
+        re.compile("^" + re.escape(p).replace(r"\{NS\}", re.escape(keys.tag))
                    .replace("<id>", ".+").replace("<topic>", ".+")
                    .replace("<n>", "[0-9]+").replace("<a><b>", ".+") + "$")
         for p in patterns
     ]  # fmt: skip
-    written = {k.decode() for k in redis_client.scan_iter(match=f"{{{ns}}}:*", count=1000)}
+    written = {k.decode() for k in redis_client.scan_iter(match=keys.match_all, count=1000)}
     assert written, "the consumer wrote nothing"
     for key in written:
         assert any(rx.match(key) for rx in as_regex), f"{key} is not in docs/leaderboards.md"
     fields = _doc_table_column("leaderboards.md", "### Player hash")
-    stored = {f.decode() for f in redis_client.hkeys(f"{{{ns}}}:player:{who}")}
+    stored = {f.decode() for f in redis_client.hkeys(keys.player(who))}
     assert stored == fields
 
 

@@ -16,6 +16,7 @@ import redis
 from consumer.config import Config
 from engine import Params
 from leaderboard.board import Board, Entry
+from redis_layout import Keys
 from schemas import kill_event
 from tests.consumer import consumer_support as S
 
@@ -107,7 +108,7 @@ def test_friends_board_is_zmscore_of_the_ids_best_first(
     top = filled.board.top(1000)
     friends = [top[5].player, "nobody", top[1].player, top[-1].player, top[1].player]
     friends += sorted(filled.players - {e.player for e in top})[:2]
-    scores = filled.client.zmscore(f"{{{filled.namespace}}}:lb", friends)
+    scores = filled.client.zmscore(Keys(filled.namespace).lb, friends)
     placed = {p: s for p, s in zip(friends, scores, strict=True) if s is not None}
     order = sorted(placed, key=lambda p: (placed[p], p), reverse=True)
     tiers = {e.player: e.tier for e in top}

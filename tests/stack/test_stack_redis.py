@@ -6,13 +6,15 @@ from collections.abc import Callable
 
 import redis
 
+from redis_layout import Keys
+
 
 def test_hash_and_sorted_set_ranks(
     redis_client: redis.Redis, unique_name: Callable[..., str]
 ) -> None:
-    ns = unique_name("ns")
-    player = f"{{{ns}}}:player:alice"
-    lb = f"{{{ns}}}:lb"
+    pool = Keys(unique_name("ns"))
+    player = pool.player("alice")
+    lb = pool.lb
 
     redis_client.hset(player, mapping={"mu": repr(1512.25), "sigma": repr(187.5), "n": 3})
     assert redis_client.hgetall(player) == {b"mu": b"1512.25", b"sigma": b"187.5", b"n": b"3"}
@@ -47,8 +49,8 @@ return {1, redis.call('ZREVRANK', KEYS[2], ARGV[3])}
 def test_lua_script_runs_atomically_with_compare_and_set(
     redis_client: redis.Redis, unique_name: Callable[..., str]
 ) -> None:
-    ns = unique_name("ns")
-    keys = [f"{{{ns}}}:player:p1", f"{{{ns}}}:lb"]
+    pool = Keys(unique_name("ns"))
+    keys = [pool.player("p1"), pool.lb]
     redis_client.zadd(keys[1], {"p0": 1550.0})
     script = redis_client.register_script(_CAS_SCRIPT)
 

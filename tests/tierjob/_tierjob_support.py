@@ -94,8 +94,7 @@ def expected_snapshot(
 
 
 def drop_namespace(client: redis.Redis, keys: Keys) -> None:
-    pattern = keys.prefix.replace("{", "\\{").replace("}", "\\}") + "*"
-    batch = list(client.scan_iter(match=pattern, count=1000))
+    batch = list(client.scan_iter(match=keys.match_all, count=1000))
     for i in range(0, len(batch), 1000):
         client.delete(*batch[i : i + 1000])
 

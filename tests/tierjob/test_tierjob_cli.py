@@ -21,9 +21,8 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from adr_cli.main import main
 from engine import TIER_LABELS, Params
-from redis_layout import Keys
+from redis_layout import Keys, decode_snapshot
 from schemas import decode_tier_boundaries
-from tierjob import decode_snapshot
 
 PARAMS = Params()
 

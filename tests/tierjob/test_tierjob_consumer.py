@@ -83,7 +83,7 @@ def produce(bootstrap: str, topic: str, evs: list[tuple[str, str, int]], tag: st
 
 
 def wait_offset(client: redis.Redis, ns: str, topic: str, offset: int, timeout: float = 60) -> None:
-    key = f"{{{ns}}}:offsets:{topic}"
+    key = Keys(ns).offsets(topic)
     deadline = time.monotonic() + timeout
     while int(client.hget(key, "0") or 0) < offset:
         assert time.monotonic() < deadline, f"consumer did not reach offset {offset}"

@@ -10,8 +10,8 @@ import redis
 from _tierjob_support import T0, expected_snapshot, player, write_players
 
 from engine import Params, PlayerState
-from redis_layout import Keys
-from tierjob import Calibrator, Config, LeaseLost, SnapshotMovedOn, decode_snapshot
+from redis_layout import Keys, decode_snapshot
+from tierjob import Calibrator, Config, LeaseLost, SnapshotMovedOn
 from tierjob.population import PopulationReader
 from tierjob.publish import RedisPublisher
 

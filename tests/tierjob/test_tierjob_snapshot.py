@@ -25,8 +25,8 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from engine import Params, PlayerState, boundary_targets
-from redis_layout import Keys
-from tierjob import Calibrator, Config, decode_snapshot
+from redis_layout import Keys, decode_snapshot
+from tierjob import Calibrator, Config
 
 PARAMS = Params()
 

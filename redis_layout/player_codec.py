@@ -1,4 +1,6 @@
-"""PlayerState <-> the fields of its Redis hash (floats as repr, window/recent as msgpack)."""
+"""PlayerState <-> the fields of its `{ns}:player:<id>` hash (floats as repr, window/recent as
+msgpack): the one codec of a player's hash. The consumer's hot path, compiled with mypyc
+(runtime/compiled.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,8 @@ from typing import Any, Final
 
 import msgspec
 
-from consumer._errors import CorruptState
 from engine import TIER_LABELS, PlayerState, tier_label, tier_of_label
+from redis_layout._errors import CorruptValue
 
 FIELDS: Final = (
     "mu",
@@ -42,16 +44,17 @@ _STR8_HEADS: Final = tuple(bytes((0xD9, size)) for size in range(0x100))
 def decode_player(values: Sequence[Any], key: str = "") -> tuple[PlayerState, int] | None:
     """(state, ver) from HMGET FIELDS, or None when the player has no hash yet.
 
-    Raises CorruptState for what the consumer never writes (a field that does not parse, a
+    Raises CorruptValue for what the consumer never writes (a field that does not parse, a
     non-finite float, a hash without `mu`, a reply that is an error such as WRONGTYPE), so that
     no such value reaches the engine (which clips odd finite values; one it still cannot rate
-    fails that event alone, see consumer._batch.rate_batch).
+    fails that event alone, see consumer._batch.rate_batch); the consumer reports it as its
+    CorruptState and dead-letters the player's events.
     """
     if isinstance(values, Exception):
-        raise CorruptState("player", key, str(values))
+        raise CorruptValue("player", key, str(values))
     if values[0] is None:
         if any(v is not None for v in values):
-            raise CorruptState("player", key, "hash without mu")
+            raise CorruptValue("player", key, "hash without mu")
         return None
     try:
         (mu, sigma, streak, phi, pool, n, last_ts, tier, h_up, h_down, window, recent, ver) = values
@@ -71,10 +74,10 @@ def decode_player(values: Sequence[Any], key: str = "") -> tuple[PlayerState, in
         )
         version = int(ver)
     except (ValueError, TypeError, KeyError, msgspec.DecodeError, RecursionError) as exc:
-        raise CorruptState("player", key, f"{type(exc).__name__}: {exc}") from None
+        raise CorruptValue("player", key, f"{type(exc).__name__}: {exc}") from None
     floats = (state.mu, state.sigma, state.phi, state.pool, state.h_up, state.h_down)
     if not all(map(math.isfinite, floats)) or not all(map(math.isfinite, state.window)):
-        raise CorruptState("player", key, "a float is not finite")
+        raise CorruptValue("player", key, "a float is not finite")
     return state, version
 
 

@@ -5,10 +5,11 @@ Fields: `version` (int, +1 per publication), `computed_at` (int ms, wall clock),
 written as its repr, or the empty string before the first calibration with |A| >= p_min; `null`
 is read as none too). Floats round-trip exactly.
 
-This is the one reader of the hash: the tier job, the consumer (`consumer._store`) and anyone
-else decode it with `decode_snapshot`, which checks what the tier-boundaries message's decoder
-checks (schemas/tier_boundaries.py): version >= 1, computed_at and active_count >= 0, finite
-numbers, exactly 14 non-increasing boundaries. Anything else is a StateError.
+This is the one codec of the hash: the tier job writes it with `encode_snapshot`; the tier job,
+the consumer (`consumer._store`) and anyone else read it with `decode_snapshot`, which checks what
+the tier-boundaries message's decoder checks (schemas/tier_boundaries.py): version >= 1,
+computed_at and active_count >= 0, finite numbers, exactly 14 non-increasing boundaries. Anything
+else is a CorruptValue (`what` = "snapshot"; the tier job reports it as its StateError).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from engine import TIER_LABELS, Snapshot
-from tierjob._errors import StateError
+from redis_layout._errors import CorruptValue
 
 FIELDS = ("version", "computed_at", "active_count", "mean_mu_active", "boundaries")
 BOUNDARY_COUNT = len(TIER_LABELS) - 1
@@ -41,8 +42,9 @@ def encode_snapshot(snapshot: Snapshot) -> dict[str, str]:
     }
 
 
-def decode_snapshot(fields: Mapping[Any, Any]) -> tuple[int, Snapshot] | None:
-    """(version, snapshot) from HGETALL `{ns}:snapshot`; None when nothing was published yet."""
+def decode_snapshot(fields: Mapping[Any, Any], key: str = "") -> tuple[int, Snapshot] | None:
+    """(version, snapshot) from HGETALL `{ns}:snapshot` (named `key` in a CorruptValue); None when
+    nothing was published yet."""
     text = {_text(k): _text(v) for k, v in fields.items()}
     if not text:
         return None
@@ -55,11 +57,14 @@ def decode_snapshot(fields: Mapping[Any, Any]) -> tuple[int, Snapshot] | None:
             active_count=int(text["active_count"]),
         )
     except (KeyError, ValueError, TypeError, OverflowError, RecursionError) as exc:
-        raise StateError(f"unreadable snapshot hash {text!r}: {exc}") from exc
+        detail = f"unreadable snapshot hash {text!r}: {exc}"
+        raise CorruptValue("snapshot", key, detail) from exc
     if not math.isfinite(snapshot.mean_mu_active):
-        raise StateError(f"snapshot mean_mu_active is not finite: {text['mean_mu_active']!r}")
+        detail = f"snapshot mean_mu_active is not finite: {text['mean_mu_active']!r}"
+        raise CorruptValue("snapshot", key, detail)
     if version < 1 or (snapshot.taken_at or 0) < 0 or snapshot.active_count < 0:
-        raise StateError(f"snapshot version, computed_at or active_count out of range: {text!r}")
+        detail = f"snapshot version, computed_at or active_count out of range: {text!r}"
+        raise CorruptValue("snapshot", key, detail)
     return version, snapshot
 
 

@@ -1,0 +1,177 @@
+"""Raw pipelined reads and writes on one pooled redis-py connection, skipping redis-py's
+per-argument packing and reply callbacks.
+
+Why raw: redis-py's pipeline packs each argument in Python, which costs the consumer more than
+Redis spends on its commands (the commands here come packed by hiredis); and redis-py (RESP3 by
+default since 8.x) turns a ZRANGE WITHSCORES reply back into RESP2-style pairs by formatting
+every score to bytes, seconds for 200,000 members, where the tier job wants the floats hiredis
+already parsed.
+
+Every helper takes the connection from the client's pool and gives it back, or closes it first
+when a failure may have left replies unread on it.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, Final, TypeVar
+
+import redis
+
+from redis_layout._errors import Conflict, LayoutError
+
+T = TypeVar("T")
+# redis-py < 5.3 requires get_connection's command name; later releases deprecate passing it.
+_COMMAND_NAME: Final = (
+    ()
+    if inspect.signature(redis.ConnectionPool.get_connection).parameters["command_name"].default
+    is None
+    else ("EVALSHA",)
+)
+
+
+def _connection(client: redis.Redis) -> Any:
+    return client.connection_pool.get_connection(*_COMMAND_NAME)
+
+
+def read_reply(conn: Any) -> Any:
+    """One reply of a read; a WRONGTYPE error reply (a key holding another type: corrupt) is
+    returned, not raised, so that every reply is still read off the connection and the caller
+    can say which key it was. Other errors (refusals such as OOM or TRYAGAIN) are raised."""
+    try:
+        return conn.read_response()
+    except redis.ResponseError as exc:
+        if str(exc).startswith("WRONGTYPE"):
+            return exc
+        raise
+
+
+def pipelined(client: redis.Redis, commands: list[bytes]) -> list[Any]:
+    """Send hiredis-packed commands in one write and read every reply (`read_reply`)."""
+    pool = client.connection_pool
+    conn = _connection(client)
+    try:
+        conn.send_packed_command(commands)
+        replies = [read_reply(conn) for _ in commands]
+    except BaseException:
+        conn.disconnect()  # replies may be left unread on it
+        raise
+    finally:
+        pool.release(conn)
+    return replies
+
+
+def transaction(client: redis.Redis, commands: Sequence[Sequence[Any]]) -> list[Any]:
+    """Run `commands` in MULTI/EXEC and return their raw replies (errors raised)."""
+    pool = client.connection_pool
+    conn = _connection(client)
+    try:
+        conn.send_packed_command(conn.pack_commands([("MULTI",), *commands, ("EXEC",)]))
+        conn.read_response()
+        for _ in commands:
+            conn.read_response()
+        replies = conn.read_response()
+    except BaseException:
+        conn.disconnect()  # no half-read reply left behind
+        raise
+    finally:
+        pool.release(conn)
+    if replies is None:
+        raise redis.ResponseError("transaction aborted")
+    for reply in replies:
+        if isinstance(reply, Exception):
+            raise reply
+    return list(replies)
+
+
+def zset_scores(reply: list[Any]) -> tuple[list[bytes], list[float]]:
+    """(members, scores) of a raw ZRANGE WITHSCORES reply, RESP2 (flat) or RESP3 (pairs)."""
+    if reply and isinstance(reply[0], list):
+        return [pair[0] for pair in reply], [float(pair[1]) for pair in reply]
+    return list(reply[0::2]), [float(score) for score in reply[1::2]]
+
+
+class Sent:
+    """Commands on the wire, the last one EVALSHA of `source`: holds its pooled connection until
+    that last reply is read (the reply to a script Redis forgot is answered by loading it and
+    sending the call again)."""
+
+    __slots__ = ("_client", "_conn", "_last", "_source")
+
+    def __init__(self, client: redis.Redis, source: str, commands: list[bytes]) -> None:
+        self._client = client
+        self._source = source
+        self._last = commands[-1]
+        self._conn: Any = _connection(client)
+        self._guard(lambda: self._conn.send_packed_command(commands), last=False)
+
+    def receive_first(self, n: int) -> list[Any]:
+        """The replies of the first n commands (the last one's stays on the wire)."""
+        return self._guard(lambda: [read_reply(self._conn) for _ in range(n)], last=False)
+
+    def abandon(self) -> None:
+        """Give up on the last reply: close the connection (its reply is unread) and release it."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.disconnect()
+            self._client.connection_pool.release(conn)
+
+    def receive_last(self) -> Any:
+        try:
+            return self._guard(self._conn.read_response, last=True)
+        except redis.exceptions.NoScriptError:
+            pass
+        self._client.script_load(self._source)  # a restarted Redis forgot it
+        self._guard(lambda: self._conn.send_packed_command([self._last]), last=False)
+        return self._guard(self._conn.read_response, last=True)
+
+    def _guard(self, action: Callable[[], T], last: bool) -> T:
+        """Run a step; the connection goes back to the pool after the last reply, or is closed
+        after any failure that leaves replies unread on it."""
+        conn = self._conn
+        if conn is None:
+            raise LayoutError("the write's reply was already read")
+        release = last
+        try:
+            return action()
+        except redis.exceptions.NoScriptError:
+            if not last:
+                conn.disconnect()
+            release = not last  # after the last reply: the call is sent again on it
+            raise
+        except redis.ResponseError:
+            if not last:
+                conn.disconnect()
+            release = True
+            raise
+        except (redis.ConnectionError, redis.TimeoutError):
+            conn.disconnect()
+            release = True
+            raise
+        finally:
+            if release:
+                self._conn = None
+                self._client.connection_pool.release(conn)
+
+
+class PendingWrite:
+    """A batch write (EVALSHA of scripts.APPLY, last of `sent`) on the wire; `result()` waits for
+    it (once). `plan` is what the caller wrote (the consumer's Plan)."""
+
+    __slots__ = ("_sent", "plan")
+
+    def __init__(self, plan: Any, sent: Sent) -> None:
+        self.plan = plan
+        self._sent = sent
+
+    def result(self) -> None:
+        """Returns once the write ran; Conflict if a checked value had moved (then nothing was
+        written). A connection error leaves it unknown whether the write ran."""
+        reply = self._sent.receive_last()
+        if int(reply[0]) != 0:
+            what, key = reply[1], reply[2]
+            raise Conflict(
+                what.decode() if isinstance(what, bytes) else str(what),
+                key.decode() if isinstance(key, bytes) else str(key),
+            )

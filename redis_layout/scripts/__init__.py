@@ -1,0 +1,91 @@
+"""The Lua scripts that write a rating pool, one `.lua` file each (package data).
+
+`APPLY` is the consumer's atomic batch write (apply.lua; its argument layout is built by
+consumer._store). The others are the tier job's, and every write they make is fenced by its
+lease: a replica that paused past its lease's expiry finds another holder's id in the lease key,
+so its scripts change nothing (they answer NOT_HOLDER), and it cannot prune or overwrite a newer
+snapshot. `Fenced` calls them with their keys and arguments in order.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.resources
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import redis
+
+from redis_layout.keys import Keys
+
+
+def _source(name: str) -> str:
+    return importlib.resources.files(__name__).joinpath(name).read_text()
+
+
+APPLY: Final = _source("apply.lua")
+APPLY_SHA: Final = hashlib.sha1(APPLY.encode()).hexdigest()
+"""What EVALSHA names APPLY by (the consumer sends the call pre-packed, not via redis-py)."""
+LEASE_ACQUIRE: Final = _source("lease_acquire.lua")
+LEASE_RELEASE: Final = _source("lease_release.lua")
+PRUNE_STEP: Final = _source("prune_step.lua")
+DROP_INACTIVE: Final = _source("drop_inactive.lua")
+ADD_ACTIVE: Final = _source("add_active.lua")
+PUBLISH: Final = _source("publish.lua")
+
+NOT_HOLDER: Final = -1
+"""What a fenced script answers when the lease is not (or no longer) ours."""
+SNAPSHOT_MOVED_ON: Final = -2
+"""What PUBLISH answers when another publication came after the snapshot the job read."""
+
+
+class Fenced:
+    """The tier job's lease-fenced scripts on one pool, called by the lease holder `holder`: each
+    method passes the keys and arguments in the order its .lua file documents and returns the
+    script's answer (NOT_HOLDER when the lease is not, or no longer, `holder`'s)."""
+
+    def __init__(self, client: redis.Redis, keys: Keys, holder: str) -> None:
+        self._keys = keys
+        self._holder = holder
+        sources = (PRUNE_STEP, DROP_INACTIVE, ADD_ACTIVE, PUBLISH)
+        self._prune, self._drop, self._add, self._publish = map(client.register_script, sources)
+
+    def prune_step(self, cutoff_ms: int, chunk: int) -> Any:
+        """prune_step.lua: [removed, scanned, upto, done]."""
+        k = self._keys
+        return self._prune(
+            keys=[k.lease, k.activity, k.active_mu, k.pruned_to],
+            args=[self._holder, cutoff_ms, chunk],
+        )
+
+    def drop_inactive(self, cutoff_ms: int, ids: Sequence[bytes | str]) -> Any:
+        """drop_inactive.lua: how many of `ids` it removed from active_mu."""
+        k = self._keys
+        return self._drop(
+            keys=[k.lease, k.activity, k.active_mu], args=[self._holder, cutoff_ms, *ids]
+        )
+
+    def add_active(self, cutoff_ms: int, ids: Sequence[bytes | str]) -> Any:
+        """add_active.lua: the flat list id, mu of the players it added to active_mu."""
+        k = self._keys
+        return self._add(
+            keys=[k.lease, k.activity, k.active_mu],
+            args=[self._holder, cutoff_ms, k.player_prefix, *ids],
+        )
+
+    def publish(self, previous_version: int, fields: Mapping[str, str]) -> int:
+        """publish.lua with the snapshot codec's `fields`: the new version, NOT_HOLDER or
+        SNAPSHOT_MOVED_ON."""
+        return int(
+            self._publish(
+                keys=[self._keys.lease, self._keys.snapshot],
+                args=[
+                    self._holder,
+                    previous_version,
+                    fields["computed_at"],
+                    fields["active_count"],
+                    fields["mean_mu_active"],
+                    fields["boundaries"],
+                ],
+            )
+        )
