@@ -167,7 +167,7 @@ class Lifecycle:
         except (redis.RedisError, CorruptState) as exc:
             if isinstance(exc, redis.RedisError) and not retriable(exc):
                 raise
-            writer.redis_failed(exc)  # whether the write ran is unknown: the redo finds out
+            writer.redis_failed(exc, ahead.plan)  # whether it ran is unknown: the redo finds out
             return None, writer.write(ahead.batch, None)
         try:
             writer.check(view.offsets)  # read before the write ahead: confirmed is still due

@@ -137,6 +137,8 @@ class Writer:
         """partition -> the next offset Redis acknowledged for it, as this instance last read or
         wrote it (set on assignment, advanced by each write). Redis holding less: RedisBehind."""
         self._max_players = max_players
+        self._unsure: Plan | None = None
+        """A plan whose write failed with its outcome unknown: the next `write` redoes its batch."""
 
     def rate(self, batch: Batch) -> Plan:
         """Dedup and rate `batch` on a fresh read (players in the cache are not read)."""
@@ -202,10 +204,12 @@ class Writer:
 
     def write(self, batch: Batch, plan: Plan | None) -> Plan:
         """Write `plan` (None: rate `batch` first) and wait; on a concurrent change re-read,
-        re-rate and write again until it holds. Returns the plan that was written."""
+        re-rate and write again until it holds. Returns the plan whose effect the batch had
+        (see `_ran`)."""
+        unsure, self._unsure = self._unsure, None
 
         def attempt() -> Plan:
-            nonlocal plan
+            nonlocal plan, unsure
             while True:
                 if plan is None:
                     plan = self.rate(batch)
@@ -216,13 +220,16 @@ class Writer:
                     self._conflict(batch, exc)
                     plan = None
                     continue
-                except redis.ResponseError as exc:
+                except redis.ResponseError as exc:  # refused: the script did not run
                     if refusal(exc) == "WRONGTYPE":  # e.g. a cached player's key replaced:
                         self._cache.forget(batch.players)  # the retry reads it, and quarantines
                         plan = None
                     raise
+                except redis.RedisError:
+                    unsure = plan  # the reply was lost: whether the script ran is unknown
+                    raise
                 self._applied(plan, started)
-                return plan
+                return _ran(plan, unsure, batch)
 
         return self._retry(attempt, "write")
 
@@ -238,7 +245,7 @@ class Writer:
         except redis.RedisError as exc:
             if not retriable(exc):
                 raise
-            self.redis_failed(exc)
+            self.redis_failed(exc, ahead.plan)
             self._cache.forget(ahead.batch.players)
             return False
         self._applied(ahead.plan, started)
@@ -261,8 +268,11 @@ class Writer:
         self._metrics.conflicts.inc()
         log.info("concurrent change, recomputing batch", extra={"what": exc.what})
 
-    def redis_failed(self, exc: Exception) -> None:
-        """Redis failed under a write (whether it ran is unknown): counted; the caller redoes it."""
+    def redis_failed(self, exc: Exception, sent: Plan | None = None) -> None:
+        """Redis failed under the write of `sent` (whether it ran is unknown): counted; the
+        caller redoes it with `write`, which finds out."""
+        if sent is not None and not isinstance(exc, redis.ResponseError):
+            self._unsure = sent
         self._metrics.ready_flags["redis"] = False
         self._metrics.swallowed.labels("redis_write").inc()
         code = refusal(exc)
@@ -272,3 +282,13 @@ class Writer:
             "redis failed under a write, redoing its batch",
             extra={"error": str(exc), "code": code or "unavailable"},
         )
+
+
+def _ran(written: Plan, unsure: Plan | None, batch: Batch) -> Plan:
+    """The plan whose effect `batch` had. A write whose reply was lost (`unsure`) may have run:
+    then the redo's fresh read shows every event of the batch applied, and the redo's plan
+    counts none of them (`already_applied`); the lost plan's counts (counted, duplicates, late,
+    event times) are the batch's, and the metrics take them from it."""
+    if unsure is not None and batch.accepted and written.already_applied == len(batch.accepted):
+        return unsure
+    return written

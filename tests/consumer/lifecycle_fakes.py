@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+import redis
 from confluent_kafka import OFFSET_BEGINNING, Message, TopicPartition
 
 from consumer._batch import Plan, View
@@ -50,6 +51,9 @@ class FakeStore:
         self.snapshot = snapshot
         self.trace = trace
         self.lateness_ms = DEFAULT_LATENESS_MS
+        self.lose_replies = 0
+        """How many of the next writes run but lose their reply (a connection cut after the
+        script ran)."""
 
     def lose_to(self, earlier: Held) -> None:
         """Redis restarted from an older, consistent state (it lost acknowledged writes)."""
@@ -129,6 +133,9 @@ class FakePendingWrite:
 
     def result(self) -> None:
         self._store.apply(self.plan)
+        if self._store.lose_replies:
+            self._store.lose_replies -= 1
+            raise redis.ConnectionError("connection reset after the script ran")
         self._store.trace.append(("confirmed", dict(self.plan.offsets)))
 
 

@@ -127,6 +127,38 @@ def test_a_write_ahead_that_conflicts_is_redone_before_its_commit() -> None:
     assert fake.kafka.commits == [{0: 2}, {0: 4}]
 
 
+def _counts(pipeline: Pipeline) -> tuple[float, float, float]:
+    m = pipeline.metrics
+    return (m.consumed._value.get(), m.counted._value.get(), m.duplicate._value.get())
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["write-ahead", "flush"])
+def test_a_write_whose_reply_is_lost_after_it_ran_counts_its_events_once(held: bool) -> None:
+    """The connection drops after the script ran: the redo's read finds the batch applied and
+    writes nothing new, and the batch's counted and duplicate events are those of the write
+    that ran (not zero, not twice)."""
+    runs = []
+    for lose in (0, 1):
+        pipeline, fake = _pipeline()
+        fake.kafka.assign_group([0])
+        # a-b three times 1 s apart: one counted, two repeats inside the cooldown; then c-d
+        messages = [_kill(fake, 0, i, "a", "b", START + i * 1000) for i in range(3)]
+        messages += [_kill(fake, 0, 3 + i, "c", "d", START + 200_000 * (i + 1)) for i in range(2)]
+        pipeline.process(messages[:3])
+        fake.store.lose_replies = lose
+        if held:
+            pipeline.process(messages[3:])  # the first batch's write goes out ahead of this read
+        else:
+            pipeline.flush()
+            pipeline.process(messages[3:])
+        pipeline.flush()
+        assert fake.store.held.offsets == {0: 5}
+        assert fake.store.lose_replies == 0
+        runs.append((_counts(pipeline), _ratings(fake)))
+    assert runs[1] == runs[0]
+    assert runs[0][0] == (5.0, 3.0, 2.0)
+
+
 def test_a_revoke_flushes_the_held_batch_before_the_partitions_go() -> None:
     pipeline, fake = _pipeline()
     fake.kafka.assign_group([0, 1])
