@@ -26,6 +26,7 @@ from consumer._dead_letters import Stop
 from consumer._errors import CorruptState, RedisBehind
 from consumer._metrics import Metrics
 from consumer._retry import RedisRetry, refusal, retriable
+from consumer._stages import NO_STAGES, StageTimer
 from consumer._store import Conflict, PendingWrite, Store
 from engine import Params
 from redis_layout import Keys
@@ -116,10 +117,11 @@ class Writer:
         retry: RedisRetry,
         on_rejected: Callable[[Batch, Plan], bool] = lambda _batch, _plan: False,
         max_players: int | None = None,
+        stages: StageTimer = NO_STAGES,
     ) -> None:
         """`on_rejected(batch, plan)` dead-letters the plan's rejected events (`id_reused`,
         `corrupt_state`, `pool_full` beyond `max_players`) before any write of a plan that
-        leaves them out."""
+        leaves them out. `stages` times the rating (consumer/_stages.py)."""
         self._store = store
         self._cache = cache
         self._keys = keys
@@ -134,6 +136,7 @@ class Writer:
         """partition -> the next offset Redis acknowledged for it, as this instance last read or
         wrote it (set on assignment, advanced by each write). Redis holding less: RedisBehind."""
         self._max_players = max_players
+        self._stages = stages
 
     def rate(self, batch: Batch) -> Plan:
         """Dedup and rate `batch` on a fresh read (players in the cache are not read)."""
@@ -159,6 +162,7 @@ class Writer:
             self._store.lateness_ms,
             self._max_players,
             batch.dead_lettered,
+            self._stages,
         )
         # A refusal (`pool_full`) is a rejection like the others: dead-lettered, with delivery
         # confirmed, before any write that leaves it out, and left out of every later rating.

@@ -37,6 +37,7 @@ from consumer._log_range import LogRange
 from consumer._metrics import Metrics, serve
 from consumer._relay import Relay
 from consumer._retry import RedisRetry, retriable
+from consumer._stages import DECODE, NO_STAGES, RELAY, StageTimer
 from consumer._store import Store
 from consumer._writer import Batch, Ready, Writer
 from consumer.config import Config
@@ -54,8 +55,17 @@ _DRAIN_TIMEOUT_S: Final = 30.0
 class Pipeline:
     """One consumer instance: a Kafka group member that applies its partitions to Redis."""
 
-    def __init__(self, config: Config, params: Params, metrics: Metrics | None = None) -> None:
+    def __init__(
+        self,
+        config: Config,
+        params: Params,
+        metrics: Metrics | None = None,
+        stage_timer: StageTimer = NO_STAGES,
+    ) -> None:
+        """`stage_timer` is told where each batch's CPU time goes (the benchmark's profiling
+        phase, consumer/_stages.py); the default does nothing."""
         self.config = config
+        self.stages = stage_timer
         self.params = params
         self.metrics = metrics or Metrics()
         self.keys = Keys(config.namespace)
@@ -69,7 +79,13 @@ class Pipeline:
         )
         self._retry = RedisRetry(self.metrics, config.backoff_initial_s, config.backoff_max_s)
         self.store = Store(
-            self.redis, self.keys, config.topic, params, config.lateness_ms, self._corrupt
+            self.redis,
+            self.keys,
+            config.topic,
+            params,
+            config.lateness_ms,
+            self._corrupt,
+            stage_timer,
         )
         self.cache = StateCache(config.state_cache_players)
         self.writer = Writer(
@@ -82,6 +98,7 @@ class Pipeline:
             self._retry,
             self._dead_letter_rated,
             config.max_players,
+            stage_timer,
         )
         self.metrics.pool_max_players.set(config.max_players)
         self._ready: Ready | None = None
@@ -174,12 +191,15 @@ class Pipeline:
             self._shutdown()
 
     def _emit(self) -> None:
+        self.stages.start()
         try:
             self._retry(self.relay.pump, "relay")
         except KafkaException as exc:
             if not (exc.args and is_fatal(exc.args[0])):
                 raise
             self._fatal = True
+        finally:
+            self.stages.stop(RELAY)
 
     def _read(self) -> list[Message]:
         """The next batch. While a batch is held back, take only what is already here, so that a
@@ -214,7 +234,9 @@ class Pipeline:
         good = self._keep_data(messages)
         if not good or self._fatal:
             return
+        self.stages.start()
         accepted, rejected = self._decode(good)
+        self.stages.stop(DECODE)
         stops = self.dead_letters.send(rejected, self.metrics.tick)
         self.blocked.stop(self.kafka, stops)
         if stops:  # nothing at or after a stop is applied: the partition stays there
