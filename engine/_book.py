@@ -193,18 +193,10 @@ class RatingBook:
 
     def _update_player(self, i: int, r: PlayerRecord, s: NextScalars, ts: int) -> None:
         """Player i after the event at ts, from its next scalars (steps 9–13)."""
-        r.mu = s.mu
-        r.sigma = s.sigma
-        r.sigma_u = s.units
-        r.streak = s.streak
-        r.phi = s.phi
-        r.pool = s.pool
-        r.n = s.n
+        (r.mu, r.sigma, r.sigma_u, r.pool, r.n, r.tier, r.h_up, r.h_down, r.streak, r.phi,
+         delta_mu) = s  # fmt: skip
         r.last_ts = ts
-        r.tier = s.tier
-        r.h_up = s.h_up
-        r.h_down = s.h_down
-        self._store.push_window(i, r, s.delta_mu)
+        self._store.push_window(i, r, delta_mu)
         self._store.push_recent(i, r, ts)
         if not r.in_heap:
             activity = self._store.activity_time(i, r)

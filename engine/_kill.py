@@ -9,7 +9,6 @@ differ only in how they store a player (immutable states vs mutable records with
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import msgspec
 
@@ -126,23 +125,11 @@ def raw_changes(p: float, eta_a: float, eta_b: float, params: Params) -> tuple[f
     return raw_a, victim_raw(raw_a, params.c_loss * eta_b, p, params)
 
 
-class NextScalars(NamedTuple):
-    """A player's scalars after an event (steps 9–13): what both state forms store, and the
-    |Δμ| their windows take. The recent times are the caller's (their storage differs)."""
-
-    mu: float
-    sigma: float
-    units: int
-    """sigma_units(σ'): the player's new share of S."""
-    pool: float
-    n: int
-    tier: int
-    h_up: float
-    h_down: float
-    streak: int
-    phi: float
-    delta_mu: float
-    """μ' − the post-decay μ (the window takes its absolute value, §4.5)."""
+NextScalars = tuple[float, float, int, float, int, int, float, float, int, float, float]
+"""A player's scalars after an event (steps 9–13), what both state forms store: μ', σ',
+sigma_units(σ') (its new share of S), ν', n, tier, h_up, h_down, streak, φ', and Δμ = μ' − the
+post-decay μ (the window takes |Δμ|, §4.5). The recent times are the caller's (their storage
+differs). A plain tuple, like `Scalars`: mypyc passes it unboxed, with no allocation."""
 
 
 def next_scalars(
@@ -164,19 +151,11 @@ def next_scalars(
     tier_next, h_up_next, h_down_next = tier_step(
         tier, h_up, h_down, mu_next, sigma_new, n_next, boundaries, params
     )
-    return NextScalars(
-        mu=mu_next,
-        sigma=sigma_new,
-        units=sigma_units(sigma_new, params),
-        pool=pool_next,
-        n=n_next,
-        tier=tier_next,
-        h_up=h_up_next,
-        h_down=h_down_next,
-        streak=before[4] + 1 if won else 0,
-        phi=phi_next(before[5], error, params),
-        delta_mu=mu_next - mu,
-    )
+    streak = before[4] + 1 if won else 0
+    phi = phi_next(before[5], error, params)
+    units = sigma_units(sigma_new, params)
+    return (mu_next, sigma_new, units, pool_next, n_next, tier_next, h_up_next, h_down_next,
+            streak, phi, mu_next - mu)  # fmt: skip
 
 
 def kill_update(
@@ -204,7 +183,7 @@ def kill_update(
     bounds = snapshot.boundaries
     next_a = next_scalars(a, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, bounds, params)
     next_b = next_scalars(b, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, bounds, params)
-    return p, next_a, next_b, next_a.units - units_a + next_b.units - units_b
+    return p, next_a, next_b, next_a[2] - units_a + next_b[2] - units_b
 
 
 def scalars(state: PlayerState) -> Scalars:
@@ -215,18 +194,19 @@ def scalars(state: PlayerState) -> Scalars:
 
 def _updated(state: PlayerState, s: NextScalars, ts: int, params: Params) -> PlayerState:
     """A player's state after the event at ts, from its next scalars."""
+    mu, sigma, _units, pool, n, tier, h_up, h_down, streak, phi, delta_mu = s
     return PlayerState(
-        mu=s.mu,
-        sigma=s.sigma,
-        streak=s.streak,
-        phi=s.phi,
-        pool=s.pool,
-        n=s.n,
+        mu=mu,
+        sigma=sigma,
+        streak=streak,
+        phi=phi,
+        pool=pool,
+        n=n,
         last_ts=ts,
-        tier=s.tier,
-        h_up=s.h_up,
-        h_down=s.h_down,
-        window=window_next(state.window, s.delta_mu, params),
+        tier=tier,
+        h_up=h_up,
+        h_down=h_down,
+        window=window_next(state.window, delta_mu, params),
         recent=recent_next(state.recent, ts, params),
     )
 
