@@ -1,9 +1,13 @@
 # ruff: noqa: E402  (the compiled build must be put first on sys.path before the imports below)
-"""Benchmark of `adr consume` (issue 4): sustained throughput, p99 event-to-commit latency at a
-steady 5,000 events/s, a naive consumer and two ceilings, side by side on the same machine.
+"""Benchmark of `adr consume` (issues 4 and 20): sustained throughput, p99 event-to-commit latency
+at a steady 5,000 and 10,000 events/s, the consumer's CPU per event by stage, a naive consumer and
+two ceilings, side by side on the same machine.
 
     python bench/consumer_bench.py            # full size: 1,000,000 events, 100,000 players
     python bench/consumer_bench.py --events 50000 --players 5000 --steady-seconds 10   # quick
+
+The stage breakdown comes from a separate profiling phase on the same backlog (a StageClock handed
+to the pipeline, consumer/_stages.py), so the timed sustained phase runs the consumer as deployed.
 
 Like `adr`, it runs the compiled build (runtime/compiled.py) when it is current; ADR_COMPILED=0
 measures the pure modules.
@@ -39,6 +43,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 import consumer._writer as writer_module
 from consumer._batch import Plan
+from consumer._stages import StageClock
 from consumer.config import Config
 from consumer.pipeline import Pipeline
 from engine import Params, initial_snapshot, is_duplicate, new_player, rate_kill, sigma_units
@@ -50,6 +55,8 @@ from runtime.kafka_produce import produce_waiting
 from schemas import decode_kill_event
 
 HOUR_MS = 3_600_000
+HIGH_RATE = 10_000
+"""The second steady phase's rate (issue 20: p99 event-to-commit at 10,000 events/s)."""
 
 
 def say(msg: str) -> None:
@@ -176,6 +183,30 @@ def sustained(bootstrap: str, redis_url: str, topic: str, n: int, params: Params
     assert pipeline.first_write is not None
     seconds = pipeline.last_write - pipeline.first_write
     return {"events": n, "seconds": round(seconds, 2), "events_per_s": round(n / seconds), **cpu}
+
+
+def stages(bootstrap: str, redis_url: str, topic: str, n: int, params: Params) -> dict[str, Any]:
+    """The consumer on the same backlog again (a new namespace and group), its thread's CPU time
+    charged to the stages of each batch (consumer/_stages.py): µs per event of each stage, the
+    rest of the pipeline's thread (Kafka reads and commits, dead letters, waits' bookkeeping, GC
+    at the batch boundary) and the process's other threads (librdkafka's)."""
+    clock = StageClock()
+    pipeline = TimedPipeline(
+        config_for(bootstrap, redis_url, topic, f"sg{uuid.uuid4().hex[:6]}"),
+        params,
+        stage_timer=clock,
+    )
+    meter = CpuMeter(redis_url)
+    thread_started = time.thread_time()
+    run_pipeline(pipeline, lambda p: p.applied >= n)
+    thread = time.thread_time() - thread_started
+    cpu = meter.report(n)
+    staged = sum(clock.seconds.values())
+    per_event = {stage: round(s / n * 1e6, 1) for stage, s in clock.seconds.items()}
+    per_event["rest_of_thread"] = round((thread - staged) / n * 1e6, 1)
+    consumer = cpu["cpu_us_per_event"]["consumer"]
+    per_event["other_threads"] = round(consumer - thread / n * 1e6, 1)
+    return {"events": n, "consumer_cpu_us_per_event": consumer, "stage_cpu_us_per_event": per_event}
 
 
 def raw_consume(bootstrap: str, topic: str, n: int) -> dict[str, Any]:
@@ -369,17 +400,28 @@ def main() -> int:
         ceiling_redis = raw_redis(redis_url, args.events, args.players)
         say("naive consumer")
         naive_result = naive(bootstrap, redis_url, topic, params, args.naive_seconds)
+        say("consumer: CPU per event by stage (profiling phase, same backlog)")
+        by_stage = stages(bootstrap, redis_url, topic, args.events, params)
         say(f"steady {args.steady_rate} events/s for {args.steady_seconds} s")
         latency = steady(
             bootstrap, redis_url, params, args.steady_rate, args.steady_seconds, args.players
         )
+        say(f"steady {HIGH_RATE} events/s for {args.steady_seconds} s")
+        latency_high = steady(
+            bootstrap, redis_url, params, HIGH_RATE, args.steady_seconds, args.players
+        )
         c = consumer["events_per_s"]
         used = consumer["cpu_us_per_event"]
+        redis_us = used.get("redis")  # None: the bench's redis-server was not found in /proc
+        raw_redis_us = ceiling_redis["cpu_us_per_event"].get("redis")
+        redis_vs_raw = round(redis_us / raw_redis_us, 2) if redis_us and raw_redis_us else None
         report = {
             "machine": f"{os.cpu_count()} cores (shared), broker + Redis + consumer on it",
             "build": BUILD,
             "consumer": consumer,
+            "consumer_stages": by_stage,
             "steady": latency,
+            "steady_10000": latency_high,
             "naive": naive_result,
             "ceiling_raw_consume": ceiling_consume,
             "ceiling_raw_redis_writes": ceiling_redis,
@@ -387,10 +429,19 @@ def main() -> int:
                 "consumer_vs_naive": round(c / naive_result["events_per_s"], 2),
                 "consumer_vs_raw_consume": round(c / ceiling_consume["events_per_s"], 3),
                 "consumer_vs_raw_redis_writes": round(c / ceiling_redis["events_per_s"], 3),
+                # Redis CPU per event of the consumer's atomic write ÷ that of the raw writes
+                "redis_cpu_vs_raw": redis_vs_raw,
             },
+            # what one Redis primary (one core), and so one rating pool, can carry
+            "pool_events_per_s_per_redis_core": round(1e6 / redis_us) if redis_us else None,
             "targets": {
                 "sustained_25000_per_s": c >= 25_000,
                 "p99_250_ms_at_5000_per_s": latency["p99_ms"] <= 250,
+                # issue 20
+                "consumer_vs_raw_redis_writes_at_least_0_75": c / ceiling_redis["events_per_s"]
+                >= 0.75,
+                "redis_cpu_vs_raw_at_most_1_2": redis_vs_raw is not None and redis_vs_raw <= 1.2,
+                "p99_250_ms_at_10000_per_s": latency_high["p99_ms"] <= 250,
                 # at the sustained phase's CPU per event, the whole machine's need at 25,000/s
                 "cores_needed_at_25000_per_s": round(
                     consumer["cpu_us_per_event"]["machine"] * 25_000 / 1e6, 2

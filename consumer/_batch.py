@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import msgspec
 
+from consumer._stages import HASH_VALUES, NO_STAGES, RATE, StageTimer
 from engine import (
     DEFAULT_LATENESS_MS,
     Params,
@@ -122,6 +123,7 @@ def rate_batch(
     lateness_ms: int = DEFAULT_LATENESS_MS,
     max_players: int | None = None,
     refused: Container[tuple[int, int]] = (),
+    stages: StageTimer = NO_STAGES,
 ) -> Plan:
     """Apply `events` in order on top of `view`; `batch_offsets` = partition -> next offset.
 
@@ -131,7 +133,9 @@ def rate_batch(
 
     An event that would add players beyond `max_players` (None: no limit) is refused, and so is
     every event at a (partition, offset) in `refused` (already dead-lettered by an earlier
-    attempt at this batch: a refusal stands, whatever a re-read shows)."""
+    attempt at this batch: a refusal stands, whatever a re-read shows). `stages` times the
+    loop (RATE) and the hash values (HASH_VALUES) apart (consumer/_stages.py)."""
+    stages.start()
     plan = Plan()
     states: dict[str, PlayerState] = {}
     vers: dict[str, int] = {}  # player -> ver after its latest change so far (= that change's seq)
@@ -228,7 +232,10 @@ def rate_batch(
             )
             plan.outbox.append((player, encode_rating_change(change)))
 
+    stages.stop(RATE)
+    stages.start()
     _plan_players(plan, states, vers, view, params)
+    stages.stop(HASH_VALUES)
     plan.count_delta = count - view.player_count
     plan.player_count = count
     plan.cooldowns = list(touched_pairs.items())

@@ -21,6 +21,7 @@ from consumer._errors import CorruptState
 from consumer._kafka import KafkaErrors, new_consumer, new_producer
 from consumer._metrics import Metrics
 from consumer._relay import Relay
+from consumer._stages import NO_STAGES, StageTimer
 from consumer._store import Store
 from consumer.config import Config
 from engine import Params
@@ -49,8 +50,11 @@ class Clients:
     """New (consumer, producer), reporting to `errors`."""
 
     @classmethod
-    def connect(cls, config: Config, params: Params, metrics: Metrics) -> Clients:
-        """The real clients of `config`: Redis, the group member, the producers."""
+    def connect(
+        cls, config: Config, params: Params, metrics: Metrics, stages: StageTimer = NO_STAGES
+    ) -> Clients:
+        """The real clients of `config`: Redis, the group member, the producers (`stages`:
+        consumer/_stages.py)."""
         errors = KafkaErrors(metrics)
         keys = Keys(config.namespace)
         client = connect(
@@ -61,7 +65,7 @@ class Clients:
             health_check_interval=5,
         )
         on_corrupt = functools.partial(report_corrupt, metrics)
-        store = Store(client, keys, config.topic, params, config.lateness_ms, on_corrupt)
+        store = Store(client, keys, config.topic, params, config.lateness_ms, on_corrupt, stages)
         kafka = new_consumer(config, errors)
         producer = new_producer(config, errors)
         relay = Relay(client, producer, keys, config, metrics)

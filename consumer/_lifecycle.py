@@ -41,6 +41,7 @@ from consumer._log_range import LogRange
 from consumer._metrics import Metrics
 from consumer._partitions import Partitions
 from consumer._retry import RedisRetry, retriable
+from consumer._stages import DECODE, NO_STAGES, RELAY, StageTimer
 from consumer._writer import Batch, Ready, Writer
 from consumer.config import Config
 from engine import Params
@@ -65,6 +66,7 @@ class Lifecycle:
         blocked: Blocked,
         log_range: LogRange,
         collector: Collector,
+        stages: StageTimer = NO_STAGES,
     ) -> None:
         self._config = config
         self._keys = keys
@@ -75,6 +77,7 @@ class Lifecycle:
         self._blocked = blocked
         self._log_range = log_range
         self._collector = collector
+        self._stages = stages
         self._limits = Limits(max_age_ms=config.max_age_ms, max_future_ms=config.max_future_ms)
         self.cache = StateCache(config.state_cache_players)
         self.writer = Writer(
@@ -88,6 +91,7 @@ class Lifecycle:
             self._dead_letter_rated,
             config.max_players,
             confirmed=partitions.confirmed,
+            stages=stages,
         )
         self.held: Ready | None = None
 
@@ -139,7 +143,9 @@ class Lifecycle:
         good = self._keep_data(messages)
         if not good or self._clients.errors.fatal:
             return None
+        self._stages.start()
         accepted, rejected = self._decode(good)
+        self._stages.stop(DECODE)
         stops = self._clients.dead_letters.send(rejected, self._metrics.tick)
         self._blocked.stop(self._clients.kafka, stops)
         if stops:  # nothing at or after a stop is applied: the partition stays there
@@ -201,12 +207,15 @@ class Lifecycle:
 
     def emit(self) -> None:
         """7. Relay the outbox to Kafka (also between batches while nothing is held)."""
+        self._stages.start()
         try:
             self._retry(self._clients.relay.pump, "relay")
         except KafkaException as exc:
             if not (exc.args and is_fatal(exc.args[0])):
                 raise
             self._clients.errors.fatal = True
+        finally:
+            self._stages.stop(RELAY)
 
     # -- the held batch -----------------------------------------------------------------------
 

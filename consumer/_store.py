@@ -17,6 +17,7 @@ import redis
 
 from consumer._batch import Plan, View
 from consumer._errors import CorruptState
+from consumer._stages import NO_STAGES, READ, WRITE_ARGUMENTS, StageTimer
 from engine import DEFAULT_LATENESS_MS, Params, PlayerState, Snapshot, initial_snapshot
 from redis_layout import CorruptValue, Keys, decode_snapshot, scripts
 from redis_layout.player_codec import FIELDS, decode_player
@@ -48,8 +49,11 @@ class Store:
         params: Params,
         lateness_ms: int = DEFAULT_LATENESS_MS,
         on_corrupt: Callable[[CorruptState], None] = _ignore,
+        stages: StageTimer = NO_STAGES,
     ) -> None:
         self._r = client
+        self._stages = stages
+        """Times packing the reads and the write and parsing the replies (consumer/_stages.py)."""
         self._on_corrupt = on_corrupt
         self._keys = keys
         self._params = params
@@ -85,8 +89,15 @@ class Store:
         The reads need not be one instant either: the write checks every player and offset it
         depends on, and S, P only shape σ̄ (see consumer/README.md, "σ̄").
         """
+        stages = self._stages
+        stages.start()
         read = _ViewRead(self, players, pairs, partitions, cached, ids)
-        return read.parse(pipelined(self._r, read.commands))
+        stages.stop(READ)
+        replies = pipelined(self._r, read.commands)
+        stages.start()
+        view = read.parse(replies)
+        stages.stop(READ)
+        return view
 
     def read_view_then_write(
         self,
@@ -103,15 +114,21 @@ class Store:
         the read is answered before Redis starts the write, and the write runs while the caller
         computes on the read (`PendingWrite.result()` waits for it). The view is what Redis held
         before the write: the caller lays the plan's effect over it."""
+        stages = self._stages
+        stages.start()
         read = _ViewRead(self, players, pairs, partitions, cached, ids)
+        stages.stop(READ)
         write = self._write_command(plan, cooldown_ms, max_age_ms)
         sent = Sent(self._r, scripts.APPLY, [*read.commands, write])
         replies = sent.receive_first(len(read.commands))
+        stages.start()
         try:
             view = read.parse(replies)
         except CorruptState:
             sent.abandon()  # whether the write ran is unknown: the caller redoes its batch
             raise
+        finally:
+            stages.stop(READ)
         return view, PendingWrite(plan, sent)
 
     def _current_snapshot(self, version: Any) -> Snapshot:
@@ -151,6 +168,7 @@ class Store:
         t' <= now - max_age - lateness - t_cooldown (no event that old passes the decoder's
         wall-clock guard, even one decoded up to `lateness` before its write).
         """
+        self._stages.start()
         k = self._keys
         keep_ms = self.lateness_ms + cooldown_ms
         floor = time.time_ns() // 1_000_000 - max_age_ms - keep_ms
@@ -183,6 +201,7 @@ class Store:
         for section in sections:
             args += section
         packed: bytes = hiredis.pack_command(tuple(args))  # type: ignore[arg-type]
+        self._stages.stop(WRITE_ARGUMENTS)
         return packed
 
 

@@ -27,6 +27,7 @@ from consumer._dead_letters import Stop
 from consumer._errors import RedisBehind
 from consumer._metrics import Metrics
 from consumer._retry import RedisRetry, refusal, retriable
+from consumer._stages import NO_STAGES, StageTimer
 from consumer._store import Store
 from engine import Params
 from redis_layout import Conflict, Keys
@@ -119,10 +120,11 @@ class Writer:
         on_rejected: Callable[[Batch, Plan], bool] = lambda _batch, _plan: False,
         max_players: int | None = None,
         confirmed: dict[int, int] | None = None,
+        stages: StageTimer = NO_STAGES,
     ) -> None:
         """`on_rejected(batch, plan)` dead-letters the plan's rejected events (`id_reused`,
         `corrupt_state`, `pool_full` beyond `max_players`) before any write of a plan that
-        leaves them out."""
+        leaves them out. `stages` times the rating (consumer/_stages.py)."""
         self._store = store
         self._cache = cache
         self._keys = keys
@@ -139,6 +141,7 @@ class Writer:
         self._max_players = max_players
         self._unsure: Plan | None = None
         """A plan whose write failed with its outcome unknown: the next `write` redoes its batch."""
+        self._stages = stages
 
     def rate(self, batch: Batch) -> Plan:
         """Dedup and rate `batch` on a fresh read (players in the cache are not read)."""
@@ -166,6 +169,7 @@ class Writer:
             self._store.lateness_ms,
             self._max_players,
             batch.dead_lettered,
+            self._stages,
         )
         # A refusal (`pool_full`) is a rejection like the others: dead-lettered, with delivery
         # confirmed, before any write that leaves it out, and left out of every later rating.

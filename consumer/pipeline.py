@@ -29,6 +29,7 @@ from consumer._log_range import LogRange
 from consumer._metrics import Metrics, serve
 from consumer._partitions import Partitions
 from consumer._retry import RedisRetry
+from consumer._stages import NO_STAGES, StageTimer
 from consumer.config import Config
 from engine import Params
 from redis_layout import Keys
@@ -49,14 +50,17 @@ class Pipeline:
         params: Params,
         metrics: Metrics | None = None,
         clients: Clients | None = None,
+        stage_timer: StageTimer = NO_STAGES,
     ) -> None:
         """`clients`: what the pipeline reads from and writes to, reporting to `metrics`
-        (None: `Clients.connect(config, params, metrics)`, the real servers)."""
+        (None: `Clients.connect(config, params, metrics)`, the real servers). `stage_timer` is
+        told where each batch's CPU time goes (the benchmark's profiling phase,
+        consumer/_stages.py); the default does nothing."""
         self.config = config
         self.params = params
         self.metrics = metrics or Metrics()
         self.keys = Keys(config.namespace)
-        self.clients = clients or Clients.connect(config, params, self.metrics)
+        self.clients = clients or Clients.connect(config, params, self.metrics, stage_timer)
         self.metrics.pool_max_players.set(config.max_players)
         retry = RedisRetry(self.metrics, config.backoff_initial_s, config.backoff_max_s)
         self._retry = retry
@@ -79,6 +83,7 @@ class Pipeline:
             self.blocked,
             self.log_range,
             self._collector,
+            stage_timer,
         )
         self._stopping = False
         self._next_lag = 0.0

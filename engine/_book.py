@@ -10,8 +10,7 @@ import msgspec
 
 from engine._cooldown import is_duplicate
 from engine._errors import EngineError
-from engine._kill import decayed, kill_probability, next_scalars, predict, raw_changes
-from engine._learning_rate import eta
+from engine._kill import NextScalars, Scalars, kill_update, predict
 from engine._pairs import PairTable
 from engine._sigma import sigma_mean, sigma_units
 from engine._snapshot import take_snapshot
@@ -176,60 +175,33 @@ class RatingBook:
         return COUNTED
 
     def _rate(self, ia: int, ib: int, ts: int) -> None:
-        """Steps 5–13 on the stored records; the same functions, in the same order, as rate_kill."""
-        params = self.params
+        """Steps 5–13 on the stored records: the same `kill_update` as rate_kill."""
         store = self._store
         records = store.records
         ra = records[ia]
         rb = records[ib]
-        mean = self._snapshot.mean_mu_active
         units_a = ra.sigma_u
         units_b = rb.sigma_u
-        mu_a, sigma_a, returning_a = decayed(ra.mu, ra.sigma, ra.n, ra.last_ts, ts, mean, params)
-        mu_b, sigma_b, returning_b = decayed(rb.mu, rb.sigma, rb.n, rb.last_ts, ts, mean, params)
-        p = kill_probability(
-            mu_a, sigma_a, units_a, mu_b, sigma_b, units_b, self._units, len(records), params
-        )
-        eta_a = eta(sigma_a, ra.streak, store.window_mean(ia, ra), ra.phi, params)
-        eta_b = eta(sigma_b, rb.streak, store.window_mean(ib, rb), rb.phi, params)
-        raw_a, raw_b = raw_changes(p, eta_a, eta_b, params)
-        self._update_player(ia, ra, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, ts)
-        self._update_player(ib, rb, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, ts)
-        self._units += ra.sigma_u - units_a + rb.sigma_u - units_b
+        w_a, w_b = store.window_mean(ia, ra), store.window_mean(ib, rb)
+        _p, next_a, next_b, delta = kill_update(
+            _scalars(ra), w_a, units_a, _scalars(rb), w_b, units_b,
+            ts, self._units, len(records), self._snapshot, self.params,
+        )  # fmt: skip
+        self._update_player(ia, ra, next_a, ts)
+        self._update_player(ib, rb, next_b, ts)
+        self._units += delta
 
-    def _update_player(
-        self,
-        i: int,
-        r: PlayerRecord,
-        mu: float,
-        sigma: float,
-        returning: bool,
-        raw: float,
-        error: float,
-        won: bool,
-        ts: int,
-    ) -> None:
-        """Player i after the event, from its post-decay μ, σ and raw change (steps 9–13)."""
-        params = self.params
-        s = next_scalars(mu, sigma, r.pool, r.n, r.tier, r.h_up, r.h_down, r.streak, r.phi,
-                         returning, raw, error, won, self._snapshot.boundaries, params)  # fmt: skip
-        r.mu = s.mu
-        r.sigma = s.sigma
-        r.sigma_u = sigma_units(s.sigma, params)
-        r.streak = s.streak
-        r.phi = s.phi
-        r.pool = s.pool
-        r.n = s.n
+    def _update_player(self, i: int, r: PlayerRecord, s: NextScalars, ts: int) -> None:
+        """Player i after the event at ts, from its next scalars (steps 9–13)."""
+        (r.mu, r.sigma, r.sigma_u, r.pool, r.n, r.tier, r.h_up, r.h_down, r.streak, r.phi,
+         delta_mu) = s  # fmt: skip
         r.last_ts = ts
-        r.tier = s.tier
-        r.h_up = s.h_up
-        r.h_down = s.h_down
-        self._store.push_window(i, r, s.mu - mu)
+        self._store.push_window(i, r, delta_mu)
         self._store.push_recent(i, r, ts)
         if not r.in_heap:
             activity = self._store.activity_time(i, r)
             if activity is not None:
-                heapq.heappush(self._heap, ((activity + params.active_ms) << _HEAP_SHIFT) | i)
+                heapq.heappush(self._heap, ((activity + self.params.active_ms) << _HEAP_SHIFT) | i)
                 r.in_heap = True
 
     # -- internals ----------------------------------------------------------------------------
@@ -289,3 +261,8 @@ class RatingBook:
         snapshot = take_snapshot(now, active, fallback, self._snapshot, self.params)
         self._pending = (now, self.counted, snapshot)
         return snapshot
+
+
+def _scalars(r: PlayerRecord) -> Scalars:
+    """The scalars `kill_update` reads from a record (last_ts NO_TS while n == 0)."""
+    return (r.mu, r.sigma, r.n, r.last_ts, r.streak, r.phi, r.pool, r.tier, r.h_up, r.h_down)

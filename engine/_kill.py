@@ -1,15 +1,14 @@
 """One counted kill event, steps 5–13 of adr-reading.md: decay, predict, update, tiers.
 
-Every step is written once, here: `decayed` (steps 5–6), `kill_probability`, `raw_changes`
-(7–8) and `next_scalars` (9–13, with `updated_skill`) are shared by `rate_kill` (on PlayerState,
-used by the consumer) and RatingBook's columnar hot path, which differ only in how they store a
-player (immutable states vs mutable records with ring buffers).
+Every step is written once, here, on a player's scalars (`Scalars` in, `NextScalars` out):
+`kill_update` runs steps 5–13 (`prediction` 5–6, `raw_changes` 7–8, `next_scalars` 9–13) for
+both `rate_kill` (on PlayerState, used by the consumer) and RatingBook's columnar hot path, which
+differ only in how they store a player (immutable states vs mutable records with ring buffers).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
 
 import msgspec
 
@@ -19,17 +18,12 @@ from engine._outcome import diffusion, p_ab
 from engine._sigma import sigma_mean, sigma_units
 from engine._state import PlayerState, Snapshot
 from engine._tiers import tier_step
-from engine._update import (
-    capped_mu,
-    phi_next,
-    pool_regular,
-    pool_returning,
-    recent_next,
-    sigma_next,
-    victim_raw,
-    window_next,
-)
+from engine._update import phi_next, recent_next, updated_skill, victim_raw, window_next
 from engine.params import Params
+
+Scalars = tuple[float, float, int, int | None, int, float, float, int, float, float]
+"""A player's stored scalars before an event, as both state forms hold them: μ, σ, n, last_ts,
+streak, φ, ν (pool), tier, h_up, h_down. (A plain tuple: mypyc passes it unboxed.)"""
 
 
 class KillOutcome(msgspec.Struct, frozen=True, gc=False):
@@ -86,16 +80,25 @@ def kill_probability(
     return p_ab(mu_a, mu_b, diffusion(sigma_mean(units, count, params), params))
 
 
-def updated_skill(
-    mu: float, sigma: float, pool: float, returning: bool, raw: float, params: Params
-) -> tuple[float, float, float]:
-    """(μ', σ', ν') from post-decay μ, σ and the raw change: pool, cap, bounds, σ (9–11)."""
-    if returning:
-        pool_next, target = pool_returning(mu, pool, raw, sigma, params)
-    else:
-        pool_next, target = pool_regular(mu, pool, raw, params)
-    mu_next = capped_mu(mu, target, params)
-    return mu_next, sigma_next(sigma, mu_next - mu, params), pool_next
+def prediction(
+    a: Scalars,
+    units_a: int,
+    b: Scalars,
+    units_b: int,
+    ts: int,
+    total_units: int,
+    count: int,
+    mean_mu_active: float,
+    params: Params,
+) -> tuple[float, float, float, bool, float, float, bool]:
+    """Steps 5–6 of "a kills b at ts": (P_ab, then μ, σ, returning of a and of b after decay).
+
+    `units_*` are sigma_units of a's and b's stored σ; S (`total_units`) and P include both."""
+    mean = mean_mu_active  # a[0..3], b[0..3]: μ, σ, n, last_ts (Scalars)
+    mu_a, sigma_a, returning_a = decayed(a[0], a[1], a[2], a[3], ts, mean, params)
+    mu_b, sigma_b, returning_b = decayed(b[0], b[1], b[2], b[3], ts, mean, params)
+    p = kill_probability(mu_a, sigma_a, units_a, mu_b, sigma_b, units_b, total_units, count, params)
+    return p, mu_a, sigma_a, returning_a, mu_b, sigma_b, returning_b
 
 
 def predict(
@@ -108,13 +111,11 @@ def predict(
     params: Params,
 ) -> float:
     """P_ab as a counted "a kills b at ts" would use it (§3, §5); S, P include a and b."""
-    mean = snapshot.mean_mu_active
-    mu_a, sigma_a, _ = decayed(a.mu, a.sigma, a.n, a.last_ts, ts, mean, params)
-    mu_b, sigma_b, _ = decayed(b.mu, b.sigma, b.n, b.last_ts, ts, mean, params)
     units_a, units_b = sigma_units(a.sigma, params), sigma_units(b.sigma, params)
-    return kill_probability(
-        mu_a, sigma_a, units_a, mu_b, sigma_b, units_b, total_units, count, params
-    )
+    mean = snapshot.mean_mu_active
+    return prediction(
+        scalars(a), units_a, scalars(b), units_b, ts, total_units, count, mean, params
+    )[0]
 
 
 def raw_changes(p: float, eta_a: float, eta_b: float, params: Params) -> tuple[float, float]:
@@ -124,30 +125,17 @@ def raw_changes(p: float, eta_a: float, eta_b: float, params: Params) -> tuple[f
     return raw_a, victim_raw(raw_a, params.c_loss * eta_b, p, params)
 
 
-class NextScalars(NamedTuple):
-    """A player's scalar state after an event (steps 9–13): what both state forms store."""
-
-    mu: float
-    sigma: float
-    pool: float
-    n: int
-    tier: int
-    h_up: float
-    h_down: float
-    streak: int
-    phi: float
+NextScalars = tuple[float, float, int, float, int, int, float, float, int, float, float]
+"""A player's scalars after an event (steps 9–13), what both state forms store: μ', σ',
+sigma_units(σ') (its new share of S), ν', n, tier, h_up, h_down, streak, φ', and Δμ = μ' − the
+post-decay μ (the window takes |Δμ|, §4.5). The recent times are the caller's (their storage
+differs). A plain tuple, like `Scalars`: mypyc passes it unboxed, with no allocation."""
 
 
 def next_scalars(
+    before: Scalars,
     mu: float,
     sigma: float,
-    pool: float,
-    n: int,
-    tier: int,
-    h_up: float,
-    h_down: float,
-    streak: int,
-    phi: float,
     returning: bool,
     raw: float,
     error: float,
@@ -155,55 +143,70 @@ def next_scalars(
     boundaries: Sequence[float] | None,
     params: Params,
 ) -> NextScalars:
-    """Steps 9–13 from the post-decay μ, σ and the raw change: capped μ, σ, pool, n, tier and
-    hysteresis (§6), streak and φ; the window and recent times are the caller's (their storage
-    differs), fed with μ_next − μ and ts."""
+    """Steps 9–13 from the stored scalars, the post-decay μ, σ and the raw change: capped μ, σ,
+    pool, n, tier and hysteresis (§6), streak and φ."""
+    pool, n, tier, h_up, h_down = before[6], before[2], before[7], before[8], before[9]
     mu_next, sigma_new, pool_next = updated_skill(mu, sigma, pool, returning, raw, params)
     n_next = n + 1
     tier_next, h_up_next, h_down_next = tier_step(
         tier, h_up, h_down, mu_next, sigma_new, n_next, boundaries, params
     )
-    return NextScalars(
-        mu=mu_next,
-        sigma=sigma_new,
-        pool=pool_next,
-        n=n_next,
-        tier=tier_next,
-        h_up=h_up_next,
-        h_down=h_down_next,
-        streak=streak + 1 if won else 0,
-        phi=phi_next(phi, error, params),
-    )
+    streak = before[4] + 1 if won else 0
+    phi = phi_next(before[5], error, params)
+    units = sigma_units(sigma_new, params)
+    return (mu_next, sigma_new, units, pool_next, n_next, tier_next, h_up_next, h_down_next,
+            streak, phi, mu_next - mu)  # fmt: skip
 
 
-def _updated(
-    state: PlayerState,
-    mu: float,
-    sigma: float,
-    returning: bool,
-    raw: float,
-    error: float,
-    won: bool,
+def kill_update(
+    a: Scalars,
+    w_bar_a: float,
+    units_a: int,
+    b: Scalars,
+    w_bar_b: float,
+    units_b: int,
     ts: int,
-    boundaries: Sequence[float] | None,
+    total_units: int,
+    count: int,
+    snapshot: Snapshot,
     params: Params,
-) -> PlayerState:
-    """A player's state after the event, from its post-decay μ, σ and raw change (steps 9–13)."""
-    st = state
-    s = next_scalars(mu, sigma, st.pool, st.n, st.tier, st.h_up, st.h_down, st.streak, st.phi,
-                     returning, raw, error, won, boundaries, params)  # fmt: skip
+) -> tuple[float, NextScalars, NextScalars, int]:
+    """Steps 5–13 of a counted "a kills b at ts", written once for both state forms: (P_ab,
+    a's and b's next scalars, the change of S). `w_bar_*` are the players' window means and
+    `units_*` the sigma_units of their stored σ; S (`total_units`) and P include both."""
+    p, mu_a, sigma_a, returning_a, mu_b, sigma_b, returning_b = prediction(
+        a, units_a, b, units_b, ts, total_units, count, snapshot.mean_mu_active, params
+    )
+    eta_a = eta(sigma_a, a[4], w_bar_a, a[5], params)
+    eta_b = eta(sigma_b, b[4], w_bar_b, b[5], params)
+    raw_a, raw_b = raw_changes(p, eta_a, eta_b, params)
+    bounds = snapshot.boundaries
+    next_a = next_scalars(a, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, bounds, params)
+    next_b = next_scalars(b, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, bounds, params)
+    return p, next_a, next_b, next_a[2] - units_a + next_b[2] - units_b
+
+
+def scalars(state: PlayerState) -> Scalars:
+    """The scalars `kill_update` reads from a PlayerState."""
+    s = state
+    return (s.mu, s.sigma, s.n, s.last_ts, s.streak, s.phi, s.pool, s.tier, s.h_up, s.h_down)
+
+
+def _updated(state: PlayerState, s: NextScalars, ts: int, params: Params) -> PlayerState:
+    """A player's state after the event at ts, from its next scalars."""
+    mu, sigma, _units, pool, n, tier, h_up, h_down, streak, phi, delta_mu = s
     return PlayerState(
-        mu=s.mu,
-        sigma=s.sigma,
-        streak=s.streak,
-        phi=s.phi,
-        pool=s.pool,
-        n=s.n,
+        mu=mu,
+        sigma=sigma,
+        streak=streak,
+        phi=phi,
+        pool=pool,
+        n=n,
         last_ts=ts,
-        tier=s.tier,
-        h_up=s.h_up,
-        h_down=s.h_down,
-        window=window_next(state.window, s.mu - mu, params),
+        tier=tier,
+        h_up=h_up,
+        h_down=h_down,
+        window=window_next(state.window, delta_mu, params),
         recent=recent_next(state.recent, ts, params),
     )
 
@@ -218,16 +221,10 @@ def rate_kill(
     params: Params,
 ) -> KillOutcome:
     """Apply one counted event "a kills b at ts" (steps 5–13); S, P include a and b at stored σ."""
-    mean = snapshot.mean_mu_active
-    mu_a, sigma_a, returning_a = decayed(a.mu, a.sigma, a.n, a.last_ts, ts, mean, params)
-    mu_b, sigma_b, returning_b = decayed(b.mu, b.sigma, b.n, b.last_ts, ts, mean, params)
     units_a, units_b = sigma_units(a.sigma, params), sigma_units(b.sigma, params)
-    p = kill_probability(mu_a, sigma_a, units_a, mu_b, sigma_b, units_b, total_units, count, params)
-    eta_a = eta(sigma_a, a.streak, window_mean(a.window), a.phi, params)
-    eta_b = eta(sigma_b, b.streak, window_mean(b.window), b.phi, params)
-    raw_a, raw_b = raw_changes(p, eta_a, eta_b, params)
-    bounds = snapshot.boundaries
-    new_a = _updated(a, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, ts, bounds, params)
-    new_b = _updated(b, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, ts, bounds, params)
-    delta = sigma_units(new_a.sigma, params) - units_a + sigma_units(new_b.sigma, params) - units_b
+    w_a, w_b = window_mean(a.window), window_mean(b.window)
+    p, next_a, next_b, delta = kill_update(
+        scalars(a), w_a, units_a, scalars(b), w_b, units_b, ts, total_units, count, snapshot, params
+    )
+    new_a, new_b = _updated(a, next_a, ts, params), _updated(b, next_b, ts, params)
     return KillOutcome(attacker=new_a, victim=new_b, p_ab=p, sigma_units_delta=delta)

@@ -38,6 +38,18 @@ def pool_regular(mu: float, nu: float, raw: float, params: Params) -> tuple[floa
     return (1.0 - lam) * nu, mu + raw + lam * nu
 
 
+def updated_skill(
+    mu: float, sigma: float, pool: float, returning: bool, raw: float, params: Params
+) -> tuple[float, float, float]:
+    """(μ', σ', ν') from post-decay μ, σ and the raw change: pool, cap, bounds, σ (9–11)."""
+    if returning:
+        pool_next, target = pool_returning(mu, pool, raw, sigma, params)
+    else:
+        pool_next, target = pool_regular(mu, pool, raw, params)
+    mu_next = capped_mu(mu, target, params)
+    return mu_next, sigma_next(sigma, mu_next - mu, params), pool_next
+
+
 def capped_mu(mu: float, target: float, params: Params) -> float:
     """μ' = clip(μ + clip(target − μ, −Δ_max, Δ_max), μ_min, μ_max) (§8.4 then §4.2)."""
     step = min(params.delta_max, max(-params.delta_max, target - mu))
