@@ -8,7 +8,7 @@ Exceptions: `EngineError` (root) ← `ParamError` (also a ValueError: a bad para
 """
 
 from engine._book import COUNTED, DEFAULT_LATENESS_MS, DUPLICATE, RatingBook, Verdict
-from engine._cooldown import is_duplicate
+from engine._cooldown import is_duplicate, repeat_weight
 from engine._decay import bounded_return_decay, decay_mu, decay_sigma, gap_days, is_returning
 from engine._errors import EngineError, ParamError
 from engine._kill import KillOutcome, predict, rate_kill
@@ -33,6 +33,7 @@ from engine._update import (
     pool_returning,
     recent_next,
     sigma_next,
+    soft_floor,
     victim_raw,
     window_next,
 )
@@ -91,10 +92,12 @@ __all__ = [
     "quantile_index",
     "rate_kill",
     "recent_next",
+    "repeat_weight",
     "sigma_mean",
     "sigma_next",
     "sigma_units",
     "smoothed",
+    "soft_floor",
     "take_snapshot",
     "tier_label",
     "tier_of",

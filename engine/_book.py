@@ -8,7 +8,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from engine._cooldown import is_duplicate
+from engine._cooldown import is_duplicate, repeat_weight
 from engine._errors import EngineError
 from engine._kill import decayed, kill_probability, next_scalars, predict, raw_changes
 from engine._learning_rate import eta
@@ -74,7 +74,7 @@ class RatingBook:
         self.rejected = 0
         self.rejected_by_reason: dict[str, int] = {}
         self._watermark: int | None = None
-        self._pairs = PairTable(params.cooldown_ms, lateness_ms)
+        self._pairs = PairTable(params.pair_memory_ms, lateness_ms)
         # Active set (§2.3): each player with n ≥ n_active has at most one heap entry
         # `expiry << 32 | number`, expiry = activity time + T_active when it was filed. The
         # activity time only grows, so an entry may lag; it is re-filed when it comes due.
@@ -155,6 +155,7 @@ class RatingBook:
         index = self._store.index
         ia = index.get(attacker)
         ib = index.get(victim)
+        last: int | None = None
         if ia is not None and ib is not None:
             last = self._pairs.last(ia, ib, ts, watermark)
             if is_duplicate(last, ts, params):
@@ -170,12 +171,12 @@ class RatingBook:
             ia = self._track(attacker)
         if ib is None:
             ib = self._track(victim)
-        self._rate(ia, ib, ts)
-        self._pairs.put(ia, ib, ts, watermark, watermark - self.lateness_ms - params.cooldown_ms)
+        self._rate(ia, ib, ts, last)
+        self._pairs.put(ia, ib, ts, watermark, watermark - self.lateness_ms - params.pair_memory_ms)
         self.counted += 1
         return COUNTED
 
-    def _rate(self, ia: int, ib: int, ts: int) -> None:
+    def _rate(self, ia: int, ib: int, ts: int, last: int | None) -> None:
         """Steps 5–13 on the stored records; the same functions, in the same order, as rate_kill."""
         params = self.params
         store = self._store
@@ -192,7 +193,7 @@ class RatingBook:
         )
         eta_a = eta(sigma_a, ra.streak, store.window_mean(ia, ra), ra.phi, params)
         eta_b = eta(sigma_b, rb.streak, store.window_mean(ib, rb), rb.phi, params)
-        raw_a, raw_b = raw_changes(p, eta_a, eta_b, params)
+        raw_a, raw_b = raw_changes(p, eta_a, eta_b, params, repeat_weight(last, ts, params))
         self._update_player(ia, ra, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, ts)
         self._update_player(ib, rb, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, ts)
         self._units += ra.sigma_u - units_a + rb.sigma_u - units_b

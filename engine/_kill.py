@@ -13,6 +13,7 @@ from typing import NamedTuple
 
 import msgspec
 
+from engine._cooldown import repeat_weight
 from engine._decay import bounded_return_decay, decay_mu, decay_sigma, gap_days, is_returning
 from engine._learning_rate import eta, window_mean
 from engine._outcome import diffusion, p_ab
@@ -117,11 +118,16 @@ def predict(
     )
 
 
-def raw_changes(p: float, eta_a: float, eta_b: float, params: Params) -> tuple[float, float]:
+def raw_changes(
+    p: float, eta_a: float, eta_b: float, params: Params, weight: float = 1.0
+) -> tuple[float, float]:
     """The raw μ changes before the cap (§4.1, steps 7–8): the winner's η_a(1−P), the loser's
-    `victim_raw` (the paper: −c_loss·η_b·P)."""
+    `victim_raw` (the paper: −c_loss·η_b·P); both times the pair's `repeat_weight` (1: paper)."""
     raw_a = eta_a * (1.0 - p)
-    return raw_a, victim_raw(raw_a, params.c_loss * eta_b, p, params)
+    raw_b = victim_raw(raw_a, params.c_loss * eta_b, p, params)
+    if weight != 1.0:
+        return raw_a * weight, raw_b * weight
+    return raw_a, raw_b
 
 
 class NextScalars(NamedTuple):
@@ -216,8 +222,11 @@ def rate_kill(
     count: int,
     snapshot: Snapshot,
     params: Params,
+    pair_last: int | None = None,
 ) -> KillOutcome:
-    """Apply one counted event "a kills b at ts" (steps 5–13); S, P include a and b at stored σ."""
+    """Apply one counted event "a kills b at ts" (steps 5–13); S, P include a and b at stored σ.
+
+    `pair_last`: the last counted a→b time, for the opt-in repeat_window (None: none in memory)."""
     mean = snapshot.mean_mu_active
     mu_a, sigma_a, returning_a = decayed(a.mu, a.sigma, a.n, a.last_ts, ts, mean, params)
     mu_b, sigma_b, returning_b = decayed(b.mu, b.sigma, b.n, b.last_ts, ts, mean, params)
@@ -225,7 +234,7 @@ def rate_kill(
     p = kill_probability(mu_a, sigma_a, units_a, mu_b, sigma_b, units_b, total_units, count, params)
     eta_a = eta(sigma_a, a.streak, window_mean(a.window), a.phi, params)
     eta_b = eta(sigma_b, b.streak, window_mean(b.window), b.phi, params)
-    raw_a, raw_b = raw_changes(p, eta_a, eta_b, params)
+    raw_a, raw_b = raw_changes(p, eta_a, eta_b, params, repeat_weight(pair_last, ts, params))
     bounds = snapshot.boundaries
     new_a = _updated(a, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, ts, bounds, params)
     new_b = _updated(b, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, ts, bounds, params)

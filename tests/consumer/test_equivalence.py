@@ -72,3 +72,43 @@ def _group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
         }
     finally:
         probe.close()
+
+
+def test_opt_in_extensions_through_kafka_equal_the_replay(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
+) -> None:
+    # Every engine switch on (docs/evaluation.md, "Opt-in extensions"): the consumer's rate_kill
+    # gets each pair's last counted time from Redis (repeat_window), the replay from its pair
+    # table; both must keep it as long as the window and give the same state bit for bit.
+    # 40 players in 4 arenas repeat pairs within the 600 s window; μ_min = 950 brings the soft
+    # floor into play.
+    events_n = 6_000
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    ns, keys, client = S.rating_pool(redis_url, unique_name)
+    params = Params.from_overrides(
+        {"bound_return_decay": 1, "zero_sum_update": 1, "floor_margin": 120,
+         "repeat_window": 600, "mu_min": 950}
+    )  # fmt: skip
+    events = S.events(events_n, players=40, arenas=4, seed=12)
+    S.produce(kafka_bootstrap, topic, S.encoded(events))
+    config = Config(
+        bootstrap_servers=kafka_bootstrap,
+        redis_url=redis_url,
+        namespace=ns,
+        topic=topic,
+        group=unique_name("g"),
+        rating_topic=f"{topic}-ratings",
+        dlq_topic=f"{topic}-dlq",
+    )
+    consumer = S.start_threaded(config, params)
+    try:
+        S.wait_applied(client, keys, topic, {0: events_n}, 240, alive=consumer.thread.is_alive)
+    finally:
+        consumer.stop()
+    book = S.replay(events, params, S.SNAPSHOT)
+    paper = S.replay(events, Params(), S.SNAPSHOT)
+    assert book.counted == paper.counted  # the switches weigh events, they drop none
+    assert book.players() != paper.players()
+    assert min(s.mu for s in book.players().values()) > params.mu_min
+    S.assert_redis_equals_replay(client, keys, book, params, exact=True)
+    client.close()
