@@ -208,7 +208,9 @@ def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None
         except ValueError as exc:
             raise ConsumerError(f"bad {var}={raw!r}: {exc}") from exc
     try:
-        values["params"] = param_overrides(getattr(args, "param", []) or [], env)
+        values["params"] = param_overrides(
+            getattr(args, "param", []) or [], env, getattr(args, "profile", None)
+        )
         values["kafka"] = kafka_settings_from_args(args, env)
     except (ParamError, RuntimeConfigError) as exc:
         raise ConsumerError(str(exc)) from exc

@@ -9,7 +9,14 @@ Exceptions: `EngineError` (root) ← `ParamError` (also a ValueError: a bad para
 
 from engine._book import COUNTED, DEFAULT_LATENESS_MS, DUPLICATE, RatingBook, Verdict
 from engine._cooldown import is_duplicate, repeat_weight
-from engine._decay import bounded_return_decay, decay_mu, decay_sigma, gap_days, is_returning
+from engine._decay import (
+    bounded_return_decay,
+    decay_mu,
+    decay_sigma,
+    gap_days,
+    idle_days,
+    is_returning,
+)
 from engine._errors import EngineError, ParamError
 from engine._kill import KillOutcome, predict, rate_kill
 from engine._learning_rate import eta, eta_base, eta_streak, eta_trend, eta_vol, window_mean
@@ -45,6 +52,7 @@ from engine.params import (
     tier_label,
     tier_of_label,
 )
+from engine.profiles import PROFILES, profile_overrides
 
 __all__ = [
     "COUNTED",
@@ -52,6 +60,7 @@ __all__ = [
     "DUPLICATE",
     "EMPTY_SNAPSHOT",
     "MS_PER_DAY",
+    "PROFILES",
     "TIER_COUNT",
     "TIER_LABELS",
     "EngineError",
@@ -79,6 +88,7 @@ __all__ = [
     "gap_days",
     "h_down_next",
     "h_up_next",
+    "idle_days",
     "initial_snapshot",
     "is_active",
     "is_duplicate",
@@ -89,6 +99,7 @@ __all__ = [
     "pool_regular",
     "pool_returning",
     "predict",
+    "profile_overrides",
     "quantile_index",
     "rate_kill",
     "recent_next",

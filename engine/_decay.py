@@ -40,3 +40,17 @@ def bounded_return_decay(mu: float, decayed: float, returning: bool, params: Par
     if not (params.bound_return_decay and returning):
         return decayed
     return mu + max(-params.delta_max, min(params.delta_max, decayed - mu))
+
+
+def idle_days(gap: float, params: Params) -> float:
+    """Opt-in (params.decay_grace = g days > 0; the paper: 0): the part of a gap the §5 decay
+    and σ drift act on, max(0, gap − g); `gap` itself (0 when g = 0, the paper: decay on every
+    gap > 0). The return test (§8.2) still looks at the whole gap.
+
+    The paper decays on every gap, so a player between two sessions a day apart is pulled
+    exp(−1/τ) ≈ 3% toward μ̄_A at each of them: over weeks of regular play the ratings shrink
+    toward the mean and the predictions flatten (adr-no-decay in the report: 0.08 nats)."""
+    grace = params.decay_grace
+    if not grace:
+        return gap
+    return gap - grace if gap > grace else 0.0

@@ -81,6 +81,7 @@ class Params:
     zero_sum_update: float = 0.0  # 1: the victim's raw change is −(the attacker's)
     floor_margin: float = 0.0  # > 0: a fall at d above μ_min is scaled by min(1, d/floor_margin)
     repeat_window: float = 0.0  # seconds; > 0: a pair's repeat kill moves μ by min(1, gap/window)
+    decay_grace: float = 0.0  # days; > 0: §5 decay and σ drift act on max(0, gap − decay_grace)
 
     # Derived once (exact integers / fractions), never set by callers.
     cooldown_ms: int = dataclasses.field(init=False, repr=False, compare=False)
@@ -214,6 +215,7 @@ def _validate(p: Params) -> None:
         # Above Δmax, one event can never take a player above μ_min down to it (see soft_floor).
         (p.floor_margin == 0 or p.floor_margin > p.delta_max, "floor_margin 0 or > delta_max"),
         (p.repeat_window >= 0, "repeat_window >= 0"),
+        (p.decay_grace >= 0, "decay_grace >= 0"),
     ]
     for ok, rule in rules:
         if not ok:

@@ -36,8 +36,9 @@ def _log(msg: str, level: str = "info", **fields: Any) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `adr evaluate` flags."""
+    from engine import PROFILES
     from evaluation.suite import SuiteConfig
-    from evaluation.tuning import ALL_SYSTEMS
+    from evaluation.tuning import ALL_SYSTEMS, EXTENSIONS
 
     d = SuiteConfig()
     parser.epilog = "exit status: 0 report written; 1 a run failed; 2 usage"
@@ -71,8 +72,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--systems",
         default=None,
         help=f"comma-separated systems to run (known: {','.join(ALL_SYSTEMS)}; default: all but "
-        "the opt-in ADR extensions adr-bounded-return, adr-zero-sum, adr-recommended; --quick: "
+        f"the opt-in ADR extensions {', '.join(EXTENSIONS)}; --quick: "
         "the paper's four, adr-no-cooldown, elo-uscf and the tuned three)",
+    )
+    parser.add_argument(
+        "--profile",
+        default=None,
+        choices=tuple(PROFILES),
+        help="ADR parameter profile (engine/profiles.py) under every ADR system, before --param "
+        "(default paper; the extension systems add their own switches on top)",
     )
     parser.add_argument(
         "--param",
@@ -150,13 +158,13 @@ def _suite(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Run the suite and write the report."""
-    from engine import EngineError, Params
+    from engine import EngineError, Params, profile_overrides
     from evaluation.report import write_report
     from evaluation.suite import run_suite
 
     started = time.perf_counter()
     try:
-        overrides = _overrides(args.param)
+        overrides = {**profile_overrides(args.profile or "paper"), **_overrides(args.param)}
         Params.from_overrides(overrides)
         if args.jobs < 1:
             raise EvaluationError("--jobs must be >= 1")
@@ -212,6 +220,7 @@ def _command(args: argparse.Namespace) -> str:
         f"--outcome-models {args.outcome_models}",
         *(["--no-long"] if args.no_long else []),
         *([f"--systems {args.systems}"] if args.systems else []),
+        *([f"--profile {args.profile}"] if args.profile else []),
         *(f"--param {shlex.quote(p)}" for p in args.param),
         f"--jobs {args.jobs}",
         f"--out {shlex.quote(str(args.out))}",

@@ -33,15 +33,21 @@ from evaluation.metrics import (
 )
 from evaluation.protocol import Followed, ProtocolOptions, SystemResult, run_protocol
 from evaluation.stream import OUTCOME_MODELS, StreamConfig, generate
-from evaluation.tuning import DEFAULT_SYSTEMS, GRIDS, TUNED, description, family_system, make_system
+from evaluation.tuning import (
+    DEFAULT_SYSTEMS,
+    EXTENSIONS,
+    GRIDS,
+    TUNED,
+    description,
+    family_system,
+    make_system,
+)
 
 PAPER_SYSTEMS = ("adr", "elo-k32", "glicko2", "trueskill")
 # Outside the logistic model only these run (cost); the logistic model runs every system.
 OTHER_MODEL_SYSTEMS = (
     "adr",
-    "adr-bounded-return",
-    "adr-zero-sum",
-    "adr-recommended",
+    *EXTENSIONS,
     "adr-no-decay",
     "elo-k32",
     "elo-tuned",
@@ -52,9 +58,7 @@ OTHER_MODEL_SYSTEMS = (
 )
 LONG_SYSTEMS = (
     "adr",
-    "adr-bounded-return",
-    "adr-zero-sum",
-    "adr-recommended",
+    *EXTENSIONS,
     "elo-tuned",
     "glicko2-tuned",
 )

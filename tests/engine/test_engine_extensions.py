@@ -14,6 +14,7 @@ from engine import (
     bounded_return_decay,
     capped_mu,
     decay_mu,
+    idle_days,
     initial_snapshot,
     new_player,
     rate_kill,
@@ -262,3 +263,54 @@ def test_a_farmer_pacing_kills_past_the_cooldown_gains_little() -> None:
         gains[params.repeat_window] = after.mu - before.mu
     # kills 2..30 weigh 65/3600 each: the farm earns about (1 + 29·0.018)/30 of the paper's
     assert 0.0 < gains[3600.0] < 0.2 * gains[0.0], gains
+
+
+# -- decay_grace: no §5 decay for short gaps ----------------------------------------------------
+
+GRACE = Params.from_overrides({"decay_grace": "7"})
+
+
+@pytest.mark.parametrize(
+    ("gap", "expected"),
+    [(0.0, 0.0), (0.75, 0.0), (7.0, 0.0), (7.5, 0.5), (61.0, 54.0), (100.0, 93.0)],
+)
+def test_idle_days_are_the_gap_beyond_the_grace(gap: float, expected: float) -> None:
+    assert idle_days(gap, GRACE) == expected
+    assert idle_days(gap, Params()) == gap  # off: the paper decays on every gap
+
+
+@pytest.mark.parametrize(
+    ("days", "expected_mu"),
+    [
+        (1, 1500.0),  # within the grace: no decay
+        (7, 1500.0),
+        (10, 1000.0 + 500.0 * math.exp(-3 / 30)),  # decays over the 3 days beyond it
+        (61, 1000.0 + 500.0 * math.exp(-54 / 30)),
+    ],
+)
+def test_decay_grace_in_decayed(days: int, expected_mu: float) -> None:
+    mu, sigma, returning = decayed(1500.0, 100.0, 50, 0, days * DAY, 1000.0, GRACE)
+    assert mu == expected_mu
+    assert sigma == min(400.0, 100.0 + 5.0 * days)  # σ drift keeps the whole gap
+    assert returning == (days > 60)  # and so does the return test
+    with pytest.raises(ParamError):
+        Params.from_overrides({"decay_grace": "-1"})
+
+
+def test_decay_grace_in_rate_kill_and_the_book() -> None:
+    # A 1500 player two days after its last kill: the paper pulls it toward μ̄_A, the grace not.
+    for params in (Params(), GRACE):
+        book = RatingBook(params, fixed_snapshot=initial_snapshot(params))
+        book.apply("", "a", "b", 0)
+        a = book.player("a")
+        assert a is not None
+        p = book.predict("a", "b", 2 * DAY)
+        b = book.player("b")
+        assert b is not None
+        units = book.total_sigma_units
+        out = rate_kill(a, b, 2 * DAY, units, 2, initial_snapshot(params), params, 0)
+        book.apply("", "a", "b", 2 * DAY)
+        assert out.p_ab == p and book.player("a") == out.attacker
+        if params.decay_grace:
+            mu_a, _, _ = decayed(a.mu, a.sigma, a.n, a.last_ts, 2 * DAY, 1000.0, params)
+            assert mu_a == a.mu
