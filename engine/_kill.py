@@ -14,14 +14,7 @@ from typing import NamedTuple
 import msgspec
 
 from engine._cooldown import repeat_weight
-from engine._decay import (
-    bounded_return_decay,
-    decay_mu,
-    decay_sigma,
-    gap_days,
-    idle_days,
-    is_returning,
-)
+from engine._decay import bounded_return_decay, decay_mu, decay_sigma, gap_days, is_returning
 from engine._learning_rate import eta, window_mean
 from engine._outcome import diffusion, p_ab
 from engine._sigma import sigma_mean, sigma_units
@@ -63,9 +56,8 @@ def decayed(
         return mu, sigma, False
     gap = gap_days(ts, last_ts)
     returning = is_returning(gap, params)
-    idle = idle_days(gap, params)
     return (
-        bounded_return_decay(mu, decay_mu(mu, idle, mean_mu_active, params), returning, params),
+        bounded_return_decay(mu, decay_mu(mu, gap, mean_mu_active, params), returning, params),
         decay_sigma(sigma, gap, params),
         returning,
     )

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import consumer_support as S
+import redis
 from confluent_kafka import Consumer, TopicPartition
 
 from consumer.config import Config
-from engine import Params
+from engine import Params, profile_overrides
+from redis_layout import Keys
 from schemas import decode_rating_change
 
 EVENTS = 50_000
@@ -17,25 +19,12 @@ def test_50k_events_through_kafka_equal_the_replay(
 ) -> None:
     # One partition: the replay's order is then the consumer's order, so σ̄ (a mean over every
     # tracked player, changed by every event) matches bit for bit, not just within tolerance.
-    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-    ns, keys, client = S.rating_pool(redis_url, unique_name)
     params = Params()
     events = S.events(EVENTS, players=5_000, arenas=50, seed=11)
-    S.produce(kafka_bootstrap, topic, S.encoded(events))
-    config = Config(
-        bootstrap_servers=kafka_bootstrap,
-        redis_url=redis_url,
-        namespace=ns,
-        topic=topic,
-        group=unique_name("g"),
-        rating_topic=f"{topic}-ratings",
-        dlq_topic=f"{topic}-dlq",
+    keys, client, config = _consume(
+        kafka_bootstrap, redis_url, kafka_admin, unique_name, params, events
     )
-    consumer = S.start_threaded(config, params)
-    try:
-        S.wait_applied(client, keys, topic, {0: EVENTS}, 240, alive=consumer.thread.is_alive)
-    finally:
-        consumer.stop()
+    topic = config.topic
 
     book = S.replay(events, params, S.SNAPSHOT)
     assert book.counted > 0.8 * EVENTS and book.duplicates > 0.05 * EVENTS
@@ -77,34 +66,14 @@ def _group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
 def test_opt_in_extensions_through_kafka_equal_the_replay(
     kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
 ) -> None:
-    # Every engine switch on (docs/evaluation.md, "Opt-in extensions"): the consumer's rate_kill
+    # --profile recommended, every engine switch on (docs/evaluation.md): the consumer's rate_kill
     # gets each pair's last counted time from Redis (repeat_window), the replay from its pair
     # table; both must keep it as long as the window and give the same state bit for bit.
-    # 40 players in 4 arenas repeat pairs within the 600 s window; μ_min = 950 brings the soft
-    # floor into play.
-    events_n = 6_000
-    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
-    ns, keys, client = S.rating_pool(redis_url, unique_name)
-    params = Params.from_overrides(
-        {"bound_return_decay": 1, "zero_sum_update": 1, "floor_margin": 120,
-         "repeat_window": 600, "mu_min": 950}
-    )  # fmt: skip
-    events = S.events(events_n, players=40, arenas=4, seed=12)
-    S.produce(kafka_bootstrap, topic, S.encoded(events))
-    config = Config(
-        bootstrap_servers=kafka_bootstrap,
-        redis_url=redis_url,
-        namespace=ns,
-        topic=topic,
-        group=unique_name("g"),
-        rating_topic=f"{topic}-ratings",
-        dlq_topic=f"{topic}-dlq",
-    )
-    consumer = S.start_threaded(config, params)
-    try:
-        S.wait_applied(client, keys, topic, {0: events_n}, 240, alive=consumer.thread.is_alive)
-    finally:
-        consumer.stop()
+    # 40 players in 4 arenas repeat pairs within the 600 s repeat_window; μ_min = 950 brings the
+    # soft floor into play.
+    params = Params.from_overrides({**profile_overrides("recommended"), "mu_min": 950})
+    events = S.events(6_000, players=40, arenas=4, seed=12)
+    keys, client, _ = _consume(kafka_bootstrap, redis_url, kafka_admin, unique_name, params, events)
     book = S.replay(events, params, S.SNAPSHOT)
     paper = S.replay(events, Params(), S.SNAPSHOT)
     assert book.counted == paper.counted  # the switches weigh events, they drop none
@@ -112,3 +81,12 @@ def test_opt_in_extensions_through_kafka_equal_the_replay(
     assert min(s.mu for s in book.players().values()) > params.mu_min
     S.assert_redis_equals_replay(client, keys, book, params, exact=True)
     client.close()
+
+
+def _consume(  # type: ignore[no-untyped-def]
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, params: Params, events
+) -> tuple[Keys, redis.Redis, Config]:
+    """Produce `events` to a new one-partition topic and consume all of them into a new pool."""
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    S.produce(kafka_bootstrap, topic, S.encoded(events))
+    return S.consume_all(kafka_bootstrap, redis_url, unique_name, topic, params, len(events))
