@@ -187,7 +187,25 @@ def _prediction(model: str, systems: dict[str, Any], seeds: int, opts: dict[str,
             f"sampled {opts['checkpoints']} times per stream.",
             "",
         ]
-    return lines
+    return lines + _goal(systems)
+
+
+def _goal(systems: dict[str, Any]) -> list[str]:
+    """Issue 18's goal for the recommended profile: its held-out log loss within the interval of
+    the best baseline (the lowest mean log loss among the systems that are not ADR)."""
+    rec = systems.get("adr-recommended")
+    baselines = {n: m for n, m in systems.items() if not n.startswith("adr")}
+    if rec is None or not baselines:
+        return []
+    name, base = min(baselines.items(), key=lambda kv: kv[1]["ci"]["log_loss"]["mean"])
+    r, b = rec["ci"]["log_loss"], base["ci"]["log_loss"]
+    inside = b["lo"] <= r["mean"] <= b["hi"]
+    return [
+        f"Goal (the recommended profile's log loss within the best baseline's interval): "
+        f"`adr-recommended` {ci(r, 4)}, best baseline `{name}` {ci(b, 4)} — "
+        + ("reached." if inside else "not reached: its mean is outside that interval."),
+        "",
+    ]
 
 
 def _section(title: str, text: str) -> list[str]:

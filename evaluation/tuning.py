@@ -104,7 +104,8 @@ EXTENSIONS: dict[str, tuple[str, dict[str, str]]] = {
         {"decay_grace": "7"},
     ),
     "adr-recommended": (
-        "ADR, --profile recommended: the five switches above and θ = 100",
+        "ADR, --profile recommended: bound_return_decay, zero_sum_update, floor_margin = 120, "
+        "repeat_window = 600 s, decay_grace = 7 days and θ = 100",
         profile_overrides("recommended"),
     ),
     "adr-recommended-theta400": (

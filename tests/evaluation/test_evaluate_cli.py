@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -140,3 +141,23 @@ def test_seeds_flag_takes_a_count_or_a_list() -> None:
     assert parse_seeds("3") == (1, 2, 3)
     assert parse_seeds("7,3,11") == (7, 3, 11)
     assert parse_seeds("5,") == (5,)
+
+
+def test_the_report_says_whether_the_recommended_profile_reaches_the_goal() -> None:
+    from evaluation.report import _goal
+
+    def system(mean: float, lo: float, hi: float) -> dict[str, Any]:
+        return {"ci": {"log_loss": {"mean": mean, "lo": lo, "hi": hi, "n": 10}}}
+
+    systems = {
+        "adr": system(0.51, 0.50, 0.52),
+        "adr-recommended": system(0.41, 0.40, 0.42),
+        "glicko2": system(0.39, 0.38, 0.40),
+        "elo-k32": system(0.40, 0.39, 0.41),
+    }
+    (line, _blank) = _goal(systems)
+    assert "best baseline `glicko2`" in line
+    assert line.endswith("not reached: its mean is outside that interval.")
+    systems["adr-recommended"] = system(0.395, 0.385, 0.405)
+    assert _goal(systems)[0].endswith("reached.")
+    assert _goal({"adr": system(0.5, 0.4, 0.6)}) == []
