@@ -69,6 +69,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="skip the three-year runs",
     )
     parser.add_argument(
+        "--long-days",
+        type=int,
+        default=None,
+        help=f"length of the long-horizon runs in days ({d.long.days if d.long else '-'}); "
+        "their kills scale with it",
+    )
+    parser.add_argument(
         "--systems",
         default=None,
         help=f"comma-separated systems to run (known: {','.join(ALL_SYSTEMS)}; default: all but "
@@ -141,13 +148,14 @@ def _suite(args: argparse.Namespace) -> Any:
     for name in ("players", "events", "days"):
         if getattr(args, name) is not None:
             main = dataclasses.replace(main, **{name: getattr(args, name)})
+    long = None if args.no_long else base.long
+    if long is not None and args.long_days is not None:
+        if args.long_days < 1:
+            raise EvaluationError("--long-days must be >= 1")
+        events = round(long.events * args.long_days / long.days)
+        long = dataclasses.replace(long, days=args.long_days, events=events)
     suite = dataclasses.replace(
-        base,
-        seeds=seeds,
-        systems=systems,
-        models=models,
-        main=main,
-        long=None if args.no_long else base.long,
+        base, seeds=seeds, systems=systems, models=models, main=main, long=long
     )
     try:
         suite.validate()
@@ -219,6 +227,7 @@ def _command(args: argparse.Namespace) -> str:
         *(f"--{n} {getattr(args, n)}" for n in ("players", "events", "days") if getattr(args, n)),
         f"--outcome-models {args.outcome_models}",
         *(["--no-long"] if args.no_long else []),
+        *([f"--long-days {args.long_days}"] if args.long_days else []),
         *([f"--systems {args.systems}"] if args.systems else []),
         *([f"--profile {args.profile}"] if args.profile else []),
         *(f"--param {shlex.quote(p)}" for p in args.param),

@@ -317,9 +317,10 @@ def _long(fig: dict[str, Any]) -> list[str]:
     if not fig["long"]:
         return []
     ls = fig["meta"]["long_stream"]
-    days = (30, 365, 730, ls["days"])
+    days = (30, *range(365, ls["days"], 365), ls["days"])
+    span = "Three years" if ls["days"] == 3 * 365 else f"{ls['days'] / 365:.0f} years"
     lines = _section(
-        f"Three years: what the defaults do over time ({ls['days']} days)",
+        f"{span}: what the defaults do over time ({ls['days']} days)",
         f"""
         {ls["players"]} players, {ls["events"]} kills over {ls["days"]} days per seed,
         `{ls["outcome_model"]}` outcomes, the same injections early on; sampled every

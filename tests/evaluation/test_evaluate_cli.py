@@ -161,3 +161,19 @@ def test_the_report_says_whether_the_recommended_profile_reaches_the_goal() -> N
     systems["adr-recommended"] = system(0.395, 0.385, 0.405)
     assert _goal(systems)[0].endswith("reached.")
     assert _goal({"adr": system(0.5, 0.4, 0.6)}) == []
+
+
+def test_long_days_scales_the_long_runs_kills() -> None:
+    import argparse
+
+    from evaluation import cli
+
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    base = cli._suite(parser.parse_args(["--out", "x"]))
+    six = cli._suite(parser.parse_args(["--out", "x", "--long-days", "2190"]))
+    assert (base.long.days, base.long.events) == (1095, 33_000)
+    assert (six.long.days, six.long.events) == (2190, 66_000)
+    assert six.main == base.main
+    with pytest.raises(cli.EvaluationError):
+        cli._suite(parser.parse_args(["--out", "x", "--long-days", "0"]))
