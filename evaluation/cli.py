@@ -80,7 +80,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=None,
         help=f"comma-separated systems to run (known: {','.join(ALL_SYSTEMS)}; default: all but "
         f"the opt-in ADR extensions {', '.join(EXTENSIONS)}; --quick: "
-        "the paper's four, adr-no-cooldown, elo-uscf and the tuned three)",
+        "the paper's four, adr-no-cooldown, adr-recommended, elo-uscf and the tuned three)",
     )
     parser.add_argument(
         "--profile",

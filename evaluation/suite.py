@@ -125,7 +125,7 @@ class SuiteConfig:
 QUICK = SuiteConfig(
     seeds=(1, 2),
     section_10_7=False,
-    systems=(*PAPER_SYSTEMS, "adr-no-cooldown", "elo-uscf", *TUNED),
+    systems=(*PAPER_SYSTEMS, "adr-no-cooldown", "adr-recommended", "elo-uscf", *TUNED),
     grids={family: grid[:: len(grid) - 1] for family, grid in GRIDS.items()},  # the two ends
     main=protocol_stream(30, 1_500, 150, 3),
     long=protocol_stream(24, 3_000, 3 * 365, 1, outcome_model=LONG_MODEL),

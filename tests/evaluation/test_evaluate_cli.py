@@ -86,6 +86,9 @@ def test_quick_evaluate_writes_report_with_intervals_over_named_seeds(
             assert 0.0 < ll["mean"] < 2.0, name
             assert m["ci"]["hyst_tier_changes_per_1000"] is not None, name  # common rule: all
     assert "elo-k32" in figures["models"]["logistic"]
+    # the recommended profile runs in CI too, and the report says whether it reaches the goal
+    assert "adr-recommended" in figures["models"]["probit"]
+    assert report.count("Goal (the recommended profile's log loss") == 3
     # the chosen tuning values are reported, and the tuned systems used them
     for model in meta["models"]:
         for family in ("elo", "glicko2", "trueskill"):
@@ -95,7 +98,7 @@ def test_quick_evaluate_writes_report_with_intervals_over_named_seeds(
     assert "Baselines tuned within their published ranges" in report
     # three simulated years, sampled monthly, with the floor shares for ADR only
     long = figures["long"]
-    assert set(long) == {"adr", "elo-tuned", "glicko2-tuned"}
+    assert set(long) == {"adr", "adr-recommended", "elo-tuned", "glicko2-tuned"}
     points = long["adr"]["points"]
     assert points[-1]["day"] > 3 * 365 - 31 and len(points) >= 36
     assert all(len(p["boundaries"]) == 14 for p in points if p["boundaries"])
