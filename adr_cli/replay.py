@@ -108,7 +108,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        params = Params.from_overrides(param_overrides(args.param))
+        params = Params.from_overrides(param_overrides(args.param, profile=args.profile))
         fixed = _read_snapshot(args.snapshot) if args.snapshot is not None else None
         every_ms = _seconds_to_ms(args.calibrate_every, "--calibrate-every")
         lateness_ms = _seconds_to_ms(args.lateness, "--lateness")

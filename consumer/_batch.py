@@ -195,7 +195,14 @@ def rate_batch(
         a, b = before
         try:
             outcome = rate_kill(
-                a, b, ev.ts, total + joined * new_units, count + joined, view.snapshot, params
+                a,
+                b,
+                ev.ts,
+                total + joined * new_units,
+                count + joined,
+                view.snapshot,
+                params,
+                cooldowns.get(pair),  # the opt-in repeat_window's t' (engine.repeat_weight)
             )
         except ArithmeticError:  # a stored state the decoder let through (e.g. huge window)
             plan.rejected.append((item, "corrupt_state"))  # nothing of the event is kept

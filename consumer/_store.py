@@ -166,7 +166,9 @@ class Store:
         cooldown, which event time decides, not Redis's clock: the script deletes the keys of
         pairs last counted at t' <= (lowest partition watermark) - lateness - t_cooldown, or
         t' <= now - max_age - lateness - t_cooldown (no event that old passes the decoder's
-        wall-clock guard, even one decoded up to `lateness` before its write).
+        wall-clock guard, even one decoded up to `lateness` before its write). The caller passes
+        Params.pair_memory_ms as `cooldown_ms`: t_cooldown, or the opt-in repeat_window if longer
+        (a pair's last counted time then weighs its next kill for that long).
         """
         self._stages.start()
         k = self._keys

@@ -201,7 +201,7 @@ class Writer:
             self._watched(batch),
             Overlay(plan.states, self._cache),
             plan,
-            self._params.cooldown_ms,
+            self._params.pair_memory_ms,
             self._max_age_ms,
             batch.ids,
         )
@@ -219,7 +219,7 @@ class Writer:
                     plan = self.rate(batch)
                 started = time.perf_counter()
                 try:
-                    self._store.write(plan, self._params.cooldown_ms, self._max_age_ms)
+                    self._store.write(plan, self._params.pair_memory_ms, self._max_age_ms)
                 except Conflict as exc:
                     self._conflict(batch, exc)
                     plan = None

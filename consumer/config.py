@@ -197,7 +197,9 @@ def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None
     env = os.environ if environ is None else environ
     try:
         values = settings_from_args(Config, args, env)
-        values["params"] = param_overrides(getattr(args, "param", []) or [], env)
+        values["params"] = param_overrides(
+            getattr(args, "param", []) or [], env, getattr(args, "profile", None)
+        )
         values["kafka"] = kafka_settings_from_args(args, env)
     except (ParamError, RuntimeConfigError) as exc:
         raise ConsumerError(str(exc)) from exc

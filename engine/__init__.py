@@ -8,8 +8,15 @@ Exceptions: `EngineError` (root) ← `ParamError` (also a ValueError: a bad para
 """
 
 from engine._book import COUNTED, DEFAULT_LATENESS_MS, DUPLICATE, RatingBook, Verdict
-from engine._cooldown import is_duplicate
-from engine._decay import bounded_return_decay, decay_mu, decay_sigma, gap_days, is_returning
+from engine._cooldown import is_duplicate, repeat_weight
+from engine._decay import (
+    bounded_return_decay,
+    decay_mu,
+    decay_sigma,
+    gap_days,
+    idle_days,
+    is_returning,
+)
 from engine._errors import EngineError, ParamError
 from engine._kill import KillOutcome, predict, rate_kill
 from engine._learning_rate import eta, eta_base, eta_streak, eta_trend, eta_vol, window_mean
@@ -33,6 +40,7 @@ from engine._update import (
     pool_returning,
     recent_next,
     sigma_next,
+    soft_floor,
     victim_raw,
     window_next,
 )
@@ -44,6 +52,7 @@ from engine.params import (
     tier_label,
     tier_of_label,
 )
+from engine.profiles import PROFILES, profile_overrides
 
 __all__ = [
     "COUNTED",
@@ -51,6 +60,7 @@ __all__ = [
     "DUPLICATE",
     "EMPTY_SNAPSHOT",
     "MS_PER_DAY",
+    "PROFILES",
     "TIER_COUNT",
     "TIER_LABELS",
     "EngineError",
@@ -78,6 +88,7 @@ __all__ = [
     "gap_days",
     "h_down_next",
     "h_up_next",
+    "idle_days",
     "initial_snapshot",
     "is_active",
     "is_duplicate",
@@ -88,13 +99,16 @@ __all__ = [
     "pool_regular",
     "pool_returning",
     "predict",
+    "profile_overrides",
     "quantile_index",
     "rate_kill",
     "recent_next",
+    "repeat_weight",
     "sigma_mean",
     "sigma_next",
     "sigma_units",
     "smoothed",
+    "soft_floor",
     "take_snapshot",
     "tier_label",
     "tier_of",

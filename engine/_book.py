@@ -8,7 +8,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from engine._cooldown import is_duplicate
+from engine._cooldown import is_duplicate, repeat_weight
 from engine._errors import EngineError
 from engine._kill import NextScalars, Scalars, kill_update, predict
 from engine._pairs import PairTable
@@ -73,7 +73,7 @@ class RatingBook:
         self.rejected = 0
         self.rejected_by_reason: dict[str, int] = {}
         self._watermark: int | None = None
-        self._pairs = PairTable(params.cooldown_ms, lateness_ms)
+        self._pairs = PairTable(params.pair_memory_ms, lateness_ms)
         # Active set (§2.3): each player with n ≥ n_active has at most one heap entry
         # `expiry << 32 | number`, expiry = activity time + T_active when it was filed. The
         # activity time only grows, so an entry may lag; it is re-filed when it comes due.
@@ -154,6 +154,7 @@ class RatingBook:
         index = self._store.index
         ia = index.get(attacker)
         ib = index.get(victim)
+        last: int | None = None
         if ia is not None and ib is not None:
             last = self._pairs.last(ia, ib, ts, watermark)
             if is_duplicate(last, ts, params):
@@ -169,13 +170,14 @@ class RatingBook:
             ia = self._track(attacker)
         if ib is None:
             ib = self._track(victim)
-        self._rate(ia, ib, ts)
-        self._pairs.put(ia, ib, ts, watermark, watermark - self.lateness_ms - params.cooldown_ms)
+        self._rate(ia, ib, ts, last)
+        self._pairs.put(ia, ib, ts, watermark, watermark - self.lateness_ms - params.pair_memory_ms)
         self.counted += 1
         return COUNTED
 
-    def _rate(self, ia: int, ib: int, ts: int) -> None:
-        """Steps 5–13 on the stored records: the same `kill_update` as rate_kill."""
+    def _rate(self, ia: int, ib: int, ts: int, last: int | None) -> None:
+        """Steps 5–13 on the stored records: the same `kill_update` as rate_kill (`last`: the
+        pair's last counted time, for the opt-in repeat_window)."""
         store = self._store
         records = store.records
         ra = records[ia]
@@ -183,9 +185,10 @@ class RatingBook:
         units_a = ra.sigma_u
         units_b = rb.sigma_u
         w_a, w_b = store.window_mean(ia, ra), store.window_mean(ib, rb)
+        weight = repeat_weight(last, ts, self.params)
         _p, next_a, next_b, delta = kill_update(
             _scalars(ra), w_a, units_a, _scalars(rb), w_b, units_b,
-            ts, self._units, len(records), self._snapshot, self.params,
+            ts, self._units, len(records), self._snapshot, self.params, weight,
         )  # fmt: skip
         self._update_player(ia, ra, next_a, ts)
         self._update_player(ib, rb, next_b, ts)

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import msgspec
 
+from engine._cooldown import repeat_weight
 from engine._decay import bounded_return_decay, decay_mu, decay_sigma, gap_days, is_returning
 from engine._learning_rate import eta, window_mean
 from engine._outcome import diffusion, p_ab
@@ -118,11 +119,16 @@ def predict(
     )[0]
 
 
-def raw_changes(p: float, eta_a: float, eta_b: float, params: Params) -> tuple[float, float]:
+def raw_changes(
+    p: float, eta_a: float, eta_b: float, params: Params, weight: float = 1.0
+) -> tuple[float, float]:
     """The raw μ changes before the cap (§4.1, steps 7–8): the winner's η_a(1−P), the loser's
-    `victim_raw` (the paper: −c_loss·η_b·P)."""
+    `victim_raw` (the paper: −c_loss·η_b·P); both times the pair's `repeat_weight` (1: paper)."""
     raw_a = eta_a * (1.0 - p)
-    return raw_a, victim_raw(raw_a, params.c_loss * eta_b, p, params)
+    raw_b = victim_raw(raw_a, params.c_loss * eta_b, p, params)
+    if weight != 1.0:
+        return raw_a * weight, raw_b * weight
+    return raw_a, raw_b
 
 
 NextScalars = tuple[float, float, int, float, int, int, float, float, int, float, float]
@@ -170,16 +176,18 @@ def kill_update(
     count: int,
     snapshot: Snapshot,
     params: Params,
+    weight: float = 1.0,
 ) -> tuple[float, NextScalars, NextScalars, int]:
     """Steps 5–13 of a counted "a kills b at ts", written once for both state forms: (P_ab,
     a's and b's next scalars, the change of S). `w_bar_*` are the players' window means and
-    `units_*` the sigma_units of their stored σ; S (`total_units`) and P include both."""
+    `units_*` the sigma_units of their stored σ; S (`total_units`) and P include both; `weight`
+    is the pair's `repeat_weight` (1: the paper)."""
     p, mu_a, sigma_a, returning_a, mu_b, sigma_b, returning_b = prediction(
         a, units_a, b, units_b, ts, total_units, count, snapshot.mean_mu_active, params
     )
     eta_a = eta(sigma_a, a[4], w_bar_a, a[5], params)
     eta_b = eta(sigma_b, b[4], w_bar_b, b[5], params)
-    raw_a, raw_b = raw_changes(p, eta_a, eta_b, params)
+    raw_a, raw_b = raw_changes(p, eta_a, eta_b, params, weight)
     bounds = snapshot.boundaries
     next_a = next_scalars(a, mu_a, sigma_a, returning_a, raw_a, 1.0 - p, True, bounds, params)
     next_b = next_scalars(b, mu_b, sigma_b, returning_b, raw_b, p - 1.0, False, bounds, params)
@@ -219,12 +227,17 @@ def rate_kill(
     count: int,
     snapshot: Snapshot,
     params: Params,
+    pair_last: int | None = None,
 ) -> KillOutcome:
-    """Apply one counted event "a kills b at ts" (steps 5–13); S, P include a and b at stored σ."""
+    """Apply one counted event "a kills b at ts" (steps 5–13); S, P include a and b at stored σ.
+
+    `pair_last`: the last counted a→b time, for the opt-in repeat_window (None: none in memory)."""
     units_a, units_b = sigma_units(a.sigma, params), sigma_units(b.sigma, params)
     w_a, w_b = window_mean(a.window), window_mean(b.window)
+    weight = repeat_weight(pair_last, ts, params)
     p, next_a, next_b, delta = kill_update(
-        scalars(a), w_a, units_a, scalars(b), w_b, units_b, ts, total_units, count, snapshot, params
-    )
+        scalars(a), w_a, units_a, scalars(b), w_b, units_b,
+        ts, total_units, count, snapshot, params, weight,
+    )  # fmt: skip
     new_a, new_b = _updated(a, next_a, ts, params), _updated(b, next_b, ts, params)
     return KillOutcome(attacker=new_a, victim=new_b, p_ab=p, sigma_units_delta=delta)

@@ -51,9 +51,26 @@ def updated_skill(
 
 
 def capped_mu(mu: float, target: float, params: Params) -> float:
-    """μ' = clip(μ + clip(target − μ, −Δ_max, Δ_max), μ_min, μ_max) (§8.4 then §4.2)."""
+    """μ' = clip(μ + clip(target − μ, −Δ_max, Δ_max), μ_min, μ_max) (§8.4 then §4.2); with the
+    opt-in floor_margin a downward step is first scaled by `soft_floor`."""
     step = min(params.delta_max, max(-params.delta_max, target - mu))
+    if step < 0.0 and params.floor_margin:
+        step = soft_floor(mu, step, params)
     return min(params.mu_max, max(params.mu_min, mu + step))
+
+
+def soft_floor(mu: float, step: float, params: Params) -> float:
+    """Opt-in (params.floor_margin = m > 0; the paper: 0): a downward step of a player d = μ − μ_min
+    above the floor, d < m, is scaled by d/m; at d ≥ m, and for any rise, `step` is unchanged.
+
+    The paper's hard clip (§4.2) stacks every player the update pushes below μ_min on exactly
+    μ_min, where they tie and their losses are discarded. Scaled, a loss of s ≤ Δmax < m leaves
+    d·(1 − s/m) > 0: the distance to the floor shrinks geometrically, a player above μ_min never
+    reaches it, and the order among players near the floor is kept."""
+    d = mu - params.mu_min
+    if step >= 0.0 or d >= params.floor_margin:
+        return step
+    return step * (d / params.floor_margin)
 
 
 def sigma_next(sigma: float, delta_mu: float, params: Params) -> float:

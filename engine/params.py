@@ -79,9 +79,15 @@ class Params:
     # Opt-in extensions beyond the paper (issue 18 item 6); 0 = off = the paper, bit for bit.
     bound_return_decay: float = 0.0  # 1: the decay at a return moves μ by at most Δmax
     zero_sum_update: float = 0.0  # 1: the victim's raw change is −(the attacker's)
+    floor_margin: float = 0.0  # > 0: a fall at d above μ_min is scaled by min(1, d/floor_margin)
+    repeat_window: float = 0.0  # seconds; > 0: a pair's repeat kill moves μ by min(1, gap/window)
+    decay_grace: float = 0.0  # days; > 0: §5 decay and σ drift act on max(0, gap − decay_grace)
 
     # Derived once (exact integers / fractions), never set by callers.
     cooldown_ms: int = dataclasses.field(init=False, repr=False, compare=False)
+    repeat_window_ms: int = dataclasses.field(init=False, repr=False, compare=False)
+    # How long a pair's last counted time matters: max(cooldown, repeat window), in ms.
+    pair_memory_ms: int = dataclasses.field(init=False, repr=False, compare=False)
     active_ms: int = dataclasses.field(init=False, repr=False, compare=False)
     sigma_k: int = dataclasses.field(init=False, repr=False, compare=False)
     sigma_scale: float = dataclasses.field(init=False, repr=False, compare=False)  # 2.0**sigma_k
@@ -99,6 +105,9 @@ class Params:
             self, "cooldown_ms", _whole_ms(self.t_cooldown, MS_PER_SECOND, "t_cooldown")
         )
         object.__setattr__(self, "active_ms", _whole_ms(self.t_active, MS_PER_DAY, "t_active"))
+        repeat_ms = _whole_ms(self.repeat_window, MS_PER_SECOND, "repeat_window")
+        object.__setattr__(self, "repeat_window_ms", repeat_ms)
+        object.__setattr__(self, "pair_memory_ms", max(self.cooldown_ms, repeat_ms))
         # floor(log2(sigma_min)) exactly: frexp gives sigma_min = m * 2**e with m in [0.5, 1).
         object.__setattr__(self, "sigma_k", 52 - (math.frexp(self.sigma_min)[1] - 1))
         object.__setattr__(self, "sigma_scale", math.ldexp(1.0, self.sigma_k))
@@ -203,6 +212,10 @@ def _validate(p: Params) -> None:
         (p.window >= 1, "window >= 1"),
         (p.bound_return_decay in (0, 1), "bound_return_decay is 0 or 1"),
         (p.zero_sum_update in (0, 1), "zero_sum_update is 0 or 1"),
+        # Above Δmax, one event can never take a player above μ_min down to it (see soft_floor).
+        (p.floor_margin == 0 or p.floor_margin > p.delta_max, "floor_margin 0 or > delta_max"),
+        (p.repeat_window >= 0, "repeat_window >= 0"),
+        (p.decay_grace >= 0, "decay_grace >= 0"),
     ]
     for ok, rule in rules:
         if not ok:

@@ -36,8 +36,9 @@ def _log(msg: str, level: str = "info", **fields: Any) -> None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `adr evaluate` flags."""
+    from engine import PROFILES
     from evaluation.suite import SuiteConfig
-    from evaluation.tuning import ALL_SYSTEMS
+    from evaluation.tuning import ALL_SYSTEMS, EXTENSIONS
 
     d = SuiteConfig()
     parser.epilog = "exit status: 0 report written; 1 a run failed; 2 usage"
@@ -68,11 +69,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="skip the three-year runs",
     )
     parser.add_argument(
+        "--long-days",
+        type=int,
+        default=None,
+        help=f"length of the long-horizon runs in days ({d.long.days if d.long else '-'}); "
+        "their kills scale with it",
+    )
+    parser.add_argument(
         "--systems",
         default=None,
         help=f"comma-separated systems to run (known: {','.join(ALL_SYSTEMS)}; default: all but "
-        "the opt-in ADR extensions adr-bounded-return, adr-zero-sum, adr-recommended; --quick: "
-        "the paper's four, adr-no-cooldown, elo-uscf and the tuned three)",
+        f"the opt-in ADR extensions {', '.join(EXTENSIONS)}; --quick: "
+        "the paper's four, adr-no-cooldown, adr-recommended, elo-uscf and the tuned three)",
+    )
+    parser.add_argument(
+        "--profile",
+        default=None,
+        choices=tuple(PROFILES),
+        help="ADR parameter profile (engine/profiles.py) under every ADR system, before --param "
+        "(default paper; the extension systems add their own switches on top)",
     )
     parser.add_argument(
         "--param",
@@ -133,13 +148,14 @@ def _suite(args: argparse.Namespace) -> Any:
     for name in ("players", "events", "days"):
         if getattr(args, name) is not None:
             main = dataclasses.replace(main, **{name: getattr(args, name)})
+    long = None if args.no_long else base.long
+    if long is not None and args.long_days is not None:
+        if args.long_days < 1:
+            raise EvaluationError("--long-days must be >= 1")
+        events = round(long.events * args.long_days / long.days)
+        long = dataclasses.replace(long, days=args.long_days, events=events)
     suite = dataclasses.replace(
-        base,
-        seeds=seeds,
-        systems=systems,
-        models=models,
-        main=main,
-        long=None if args.no_long else base.long,
+        base, seeds=seeds, systems=systems, models=models, main=main, long=long
     )
     try:
         suite.validate()
@@ -150,13 +166,13 @@ def _suite(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """Run the suite and write the report."""
-    from engine import EngineError, Params
+    from engine import EngineError, Params, profile_overrides
     from evaluation.report import write_report
     from evaluation.suite import run_suite
 
     started = time.perf_counter()
     try:
-        overrides = _overrides(args.param)
+        overrides = {**profile_overrides(args.profile or "paper"), **_overrides(args.param)}
         Params.from_overrides(overrides)
         if args.jobs < 1:
             raise EvaluationError("--jobs must be >= 1")
@@ -211,7 +227,9 @@ def _command(args: argparse.Namespace) -> str:
         *(f"--{n} {getattr(args, n)}" for n in ("players", "events", "days") if getattr(args, n)),
         f"--outcome-models {args.outcome_models}",
         *(["--no-long"] if args.no_long else []),
+        *([f"--long-days {args.long_days}"] if args.long_days else []),
         *([f"--systems {args.systems}"] if args.systems else []),
+        *([f"--profile {args.profile}"] if args.profile else []),
         *(f"--param {shlex.quote(p)}" for p in args.param),
         f"--jobs {args.jobs}",
         f"--out {shlex.quote(str(args.out))}",

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 import msgspec
 import numpy as np
 
-from engine import Params, PlayerState, initial_snapshot, rate_kill, sigma_units
+from engine import Params, PlayerState, initial_snapshot, new_player, rate_kill, sigma_units
 from evaluation.elo import Elo
 from evaluation.glicko2 import GlickoRating, rate_period
 from evaluation.metrics import auc, log_loss
-from evaluation.stream import DAY_MS, EPOCH_MS, SECOND_MS, StreamConfig, generate
+from evaluation.stream import DAY_MS, EPOCH_MS, SECOND_MS, StreamConfig, generate, organic_stream
 from evaluation.systems import RatingSystem
 from evaluation.trueskill_system import TS_MU, TS_SIGMA, make_environment
 
@@ -59,29 +59,17 @@ class Trajectory:
         return [b - a for a, b in zip(self.ratings, self.ratings[1:], strict=False)]
 
 
-def _adr_state(mu: float, sigma: float, last_ts: int) -> PlayerState:
-    return PlayerState(
-        mu=mu,
-        sigma=sigma,
-        streak=0,
-        phi=0.0,
-        pool=0.0,
-        n=100,
-        last_ts=last_ts,
-        tier=0,
-        h_up=0.0,
-        h_down=0.0,
-        window=(),
-        recent=(),
-    )
+def _adr_state(mu: float, sigma: float, last_ts: int, params: Params) -> PlayerState:
+    """A player with 100 events behind it, last at last_ts (§10.6's set-up)."""
+    return msgspec.structs.replace(new_player(params), mu=mu, sigma=sigma, n=100, last_ts=last_ts)
 
 
 def adr_return(setup: ReturnSetup, params: Params, absent_days: int) -> Trajectory:
     """ADR through engine.rate_kill; the population is the two players, μ̄_A = μ0."""
     t0 = EPOCH_MS
     back = t0 + absent_days * DAY_MS
-    a = _adr_state(setup.player, setup.adr_sigma, t0)
-    b = _adr_state(setup.opponent, setup.adr_sigma, back)
+    a = _adr_state(setup.player, setup.adr_sigma, t0, params)
+    b = _adr_state(setup.opponent, setup.adr_sigma, back, params)
     snapshot = initial_snapshot(params)
     returning = absent_days > params.t_return
     safeguard = "on" if returning else "off"
@@ -176,16 +164,7 @@ class PredictionCurves:
 
 def prediction_quality_config(seed: int) -> StreamConfig:
     """§10.7's stream: 50 players, 8,000 kills, no injections (20 days)."""
-    return StreamConfig(
-        seed=seed,
-        players=50,
-        events=8_000,
-        days=20,
-        jump_fraction=0.0,
-        return_fraction=0.0,
-        farm_patterns=(),
-        farmers_per_pattern=0,
-    )
+    return organic_stream(seed=seed, players=50, events=8_000, days=20)
 
 
 def prediction_quality(

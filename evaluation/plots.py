@@ -32,6 +32,12 @@ def _legend(ax: Any) -> None:
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
 
 
+def _axes(ax: Any, xlabel: str, ylabel: str, title: str) -> None:
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+
+
 def _save(fig: Any, path: Path) -> str:
     fig.tight_layout()
     fig.savefig(path, dpi=DPI)
@@ -127,12 +133,9 @@ def returning_player(figures: dict[str, Any], out: Path) -> str:
         steps = [(b - a) / total for a, b in itertools.pairwise(ratings)]
         left.plot(range(len(share)), share, linewidth=1, label=label)
         right.plot(range(1, len(steps) + 1), steps, linewidth=1, label=label)
-    left.set_xlabel("kills after the return")
-    left.set_ylabel("share of the 50-kill increase")
-    left.set_title("Cumulative change / own total")
-    right.set_xlabel("kill")
-    right.set_ylabel("share of the 50-kill increase")
-    right.set_title("Per-event change / own total")
+    _axes(left, "kills after the return", "share of the 50-kill increase",
+          "Cumulative change / own total")  # fmt: skip
+    _axes(right, "kill", "share of the 50-kill increase", "Per-event change / own total")
     _legend(right)
     return _save(fig, out / "returning_player.png")
 
@@ -155,12 +158,8 @@ def prediction_quality(figures: dict[str, Any], out: Path) -> str:
             linewidth=1,
             label=name,
         )
-    left.set_xlabel("events")
-    left.set_ylabel("log loss (rolling 500)")
-    left.set_title("Rolling log loss")
-    right.set_xlabel("events (end of block)")
-    right.set_ylabel("AUC (block of 1000)")
-    right.set_title("Per-block AUC")
+    _axes(left, "events", "log loss (rolling 500)", "Rolling log loss")
+    _axes(right, "events (end of block)", "AUC (block of 1000)", "Per-block AUC")
     _legend(right)
     return _save(fig, out / "prediction_quality.png")
 

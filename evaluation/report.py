@@ -187,25 +187,49 @@ def _prediction(model: str, systems: dict[str, Any], seeds: int, opts: dict[str,
             f"sampled {opts['checkpoints']} times per stream.",
             "",
         ]
-    return lines
+    return lines + _goal(systems)
+
+
+def _goal(systems: dict[str, Any]) -> list[str]:
+    """Issue 18's goal for the recommended profile: its held-out log loss within the interval of
+    the best baseline (the lowest mean log loss among the systems that are not ADR)."""
+    rec = systems.get("adr-recommended")
+    baselines = {n: m for n, m in systems.items() if not n.startswith("adr")}
+    if rec is None or not baselines:
+        return []
+    name, base = min(baselines.items(), key=lambda kv: kv[1]["ci"]["log_loss"]["mean"])
+    r, b = rec["ci"]["log_loss"], base["ci"]["log_loss"]
+    inside = b["lo"] <= r["mean"] <= b["hi"]
+    return [
+        f"Goal (the recommended profile's log loss within the best baseline's interval): "
+        f"`adr-recommended` {ci(r, 4)}, best baseline `{name}` {ci(b, 4)} — "
+        + ("reached." if inside else "not reached: its mean is outside that interval."),
+        "",
+    ]
+
+
+def _section(title: str, text: str) -> list[str]:
+    """A level-2 heading and its opening paragraph (`text` with every run of white space made
+    one space, so it can be written as an indented triple-quoted string), blank lines after."""
+    return [f"## {title}", "", " ".join(text.split()), ""]
 
 
 def _tiers(fig: dict[str, Any], opts: dict[str, Any]) -> list[str]:
-    lines = [
-        "## Tiers: stability and shares under one rule for every system (§6, §10.3)",
-        "",
-        "Every system, ADR included, is tiered by two identical procedures on its own ratings: "
-        "**quantile** — ADR's §6.3 boundaries (`engine.take_snapshot`: 15 equal shares of the "
-        f"active players, smoothing β, recalibrated every {opts['calibrate_every_ms'] // 60000} "
-        "min of event time), re-tiered at each own event after 15 events, no hysteresis; and "
-        "**hysteresis** — the same boundaries with the engine's §6.4 accumulators "
-        "(`engine.h_up_next` / `h_down_next`), promoting or demoting once h↑ or h↓ reaches "
-        f"{opts['hysteresis_sd']:g} population SDs of that system's ratings (ADR's h_req = 400 "
-        "is about 2 of ADR's SDs). ADR's own tiers (placement on σ, h_req = 400) are reported "
-        "beside them. Changes are on the held-out part per 1,000 player-events; TV = "
-        "total-variation distance of the end-of-stream shares of active placed players to 1/15.",
-        "",
-    ]
+    lines = _section(
+        "Tiers: stability and shares under one rule for every system (§6, §10.3)",
+        f"""
+        Every system, ADR included, is tiered by two identical procedures on its own ratings:
+        **quantile** — ADR's §6.3 boundaries (`engine.take_snapshot`: 15 equal shares of the
+        active players, smoothing β, recalibrated every {opts["calibrate_every_ms"] // 60000} min
+        of event time), re-tiered at each own event after 15 events, no hysteresis; and
+        **hysteresis** — the same boundaries with the engine's §6.4 accumulators
+        (`engine.h_up_next` / `h_down_next`), promoting or demoting once h↑ or h↓ reaches
+        {opts["hysteresis_sd"]:g} population SDs of that system's ratings (ADR's h_req = 400 is
+        about 2 of ADR's SDs). ADR's own tiers (placement on σ, h_req = 400) are reported beside
+        them. Changes are on the held-out part per 1,000 player-events; TV = total-variation
+        distance of the end-of-stream shares of active placed players to 1/15.
+        """,
+    )
     for model, systems in fig["models"].items():
         lines += [f"`{model}` outcomes:", ""]
         lines += _table(
@@ -245,19 +269,19 @@ def _tiers(fig: dict[str, Any], opts: dict[str, Any]) -> list[str]:
 
 
 def _response(fig: dict[str, Any], opts: dict[str, Any]) -> list[str]:
-    lines = [
-        "## Response, returns and farming (§10.3)",
-        "",
-        "Changes are in **population standard deviations (SD)** of the system's own ratings at "
-        "that moment, positions in percentiles. *Delay*: own events after the change until the "
-        f"rating percentile has closed {opts['gap_closed']:.0%} of the gap to the new "
-        "hidden-skill percentile (per-seed median over the cohort; 'reached' = share of the "
-        f"cohort that got there within {opts['follow_events']} own events). *1st / 2nd back*: "
-        "mean |Δ| of the returners' first and second own events after the absence. *Largest*: "
-        f"mean over returners of their largest |Δ| in the first {opts['return_window']} events. "
-        "*Farmer gain*: the farmer's rating change over its session.",
-        "",
-    ]
+    lines = _section(
+        "Response, returns and farming (§10.3)",
+        f"""
+        Changes are in **population standard deviations (SD)** of the system's own ratings at that
+        moment, positions in percentiles. *Delay*: own events after the change until the rating
+        percentile has closed {opts["gap_closed"]:.0%} of the gap to the new hidden-skill
+        percentile (per-seed median over the cohort; 'reached' = share of the cohort that got
+        there within {opts["follow_events"]} own events). *1st / 2nd back*: mean |Δ| of the
+        returners' first and second own events after the absence. *Largest*: mean over returners
+        of their largest |Δ| in the first {opts["return_window"]} events. *Farmer gain*: the
+        farmer's rating change over its session.
+        """,
+    )
     for model, systems in fig["models"].items():
         patterns = sorted(
             {k[5:-8] for m in systems.values() for k in m["ci"] if k.endswith("_gain_sd")}
@@ -293,18 +317,18 @@ def _long(fig: dict[str, Any]) -> list[str]:
     if not fig["long"]:
         return []
     ls = fig["meta"]["long_stream"]
-    days = (30, 365, 730, ls["days"])
-    lines = [
-        f"## Three years: what the defaults do over time ({ls['days']} days)",
-        "",
-        f"{ls['players']} players, {ls['events']} kills over {ls['days']} days per seed, "
-        f"`{ls['outcome_model']}` outcomes, the same injections early on; sampled every "
-        f"{fig['meta']['protocol']['series_every_days']} days. *At μ_min*: share of rated "
-        "players exactly at the floor; *near*: within 1% of (μ_max − μ_min) above it (systems "
-        "without a floor: –). Tier shares are the common hysteresis rule's, over active placed "
-        "players.",
-        "",
-    ]
+    days = (30, *range(365, ls["days"], 365), ls["days"])
+    span = "Three years" if ls["days"] == 3 * 365 else f"{ls['days'] / 365:.0f} years"
+    lines = _section(
+        f"{span}: what the defaults do over time ({ls['days']} days)",
+        f"""
+        {ls["players"]} players, {ls["events"]} kills over {ls["days"]} days per seed,
+        `{ls["outcome_model"]}` outcomes, the same injections early on; sampled every
+        {fig["meta"]["protocol"]["series_every_days"]} days. *At μ_min*: share of rated players
+        exactly at the floor; *near*: within 1% of (μ_max − μ_min) above it (systems without a
+        floor: –). Tier shares are the common hysteresis rule's, over active placed players.
+        """,
+    )
     rows = []
     for name, run in fig["long"].items():
         for day in days:

@@ -5,8 +5,10 @@ events, bit for bit.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -104,6 +106,20 @@ class StreamConfig:
             raise EvaluationError(f"the injections need more than {self.days} days ({last_day})")
         if abs(sum(c.weight for c in self.mixture) - 1.0) > 1e-9:
             raise EvaluationError("mixture weights must sum to 1")
+
+
+_ORGANIC_ONLY: dict[str, Any] = {
+    "jump_fraction": 0.0,
+    "return_fraction": 0.0,
+    "farm_patterns": (),
+    "farmers_per_pattern": 0,
+}
+
+
+def organic_stream(seed: int, players: int, events: int, days: int) -> StreamConfig:
+    """A stream of organic kills only: no skill jumps, absences or farming sessions."""
+    sized = StreamConfig(seed=seed, players=players, events=events, days=days)
+    return dataclasses.replace(sized, **_ORGANIC_ONLY)
 
 
 @dataclass(frozen=True)

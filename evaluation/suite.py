@@ -33,15 +33,21 @@ from evaluation.metrics import (
 )
 from evaluation.protocol import Followed, ProtocolOptions, SystemResult, run_protocol
 from evaluation.stream import OUTCOME_MODELS, StreamConfig, generate
-from evaluation.tuning import DEFAULT_SYSTEMS, GRIDS, TUNED, description, family_system, make_system
+from evaluation.tuning import (
+    DEFAULT_SYSTEMS,
+    EXTENSIONS,
+    GRIDS,
+    TUNED,
+    description,
+    family_system,
+    make_system,
+)
 
 PAPER_SYSTEMS = ("adr", "elo-k32", "glicko2", "trueskill")
 # Outside the logistic model only these run (cost); the logistic model runs every system.
 OTHER_MODEL_SYSTEMS = (
     "adr",
-    "adr-bounded-return",
-    "adr-zero-sum",
-    "adr-recommended",
+    *EXTENSIONS,
     "adr-no-decay",
     "elo-k32",
     "elo-tuned",
@@ -52,9 +58,7 @@ OTHER_MODEL_SYSTEMS = (
 )
 LONG_SYSTEMS = (
     "adr",
-    "adr-bounded-return",
-    "adr-zero-sum",
-    "adr-recommended",
+    *EXTENSIONS,
     "elo-tuned",
     "glicko2-tuned",
 )
@@ -62,6 +66,33 @@ LONG_MODEL = "probit"
 TUNING_SEED = 0  # never one of the report's seeds
 # Relative run time per system, for scheduling only (longest first).
 _COST = {"trueskill": 8.0, "adr": 5.0, "glicko2": 2.0}
+
+
+def protocol_stream(
+    players: int,
+    events: int,
+    days: int,
+    farmers_per_pattern: int,
+    cohort_share: float | None = None,
+    outcome_model: str = "logistic",
+) -> StreamConfig:
+    """A §10.4 stream of the report: skill jumps on day 60, absences from day 20 for 70 days,
+    farming on day 100; `cohort_share` of the players jump and as many return (None: the
+    generator's default shares)."""
+    cfg = StreamConfig(
+        players=players,
+        events=events,
+        days=days,
+        outcome_model=outcome_model,
+        jump_day=60,
+        absence_start_day=20,
+        absence_days=70,
+        farm_day=100,
+        farmers_per_pattern=farmers_per_pattern,
+    )
+    if cohort_share is None:
+        return cfg
+    return dataclasses.replace(cfg, jump_fraction=cohort_share, return_fraction=cohort_share)
 
 
 @dataclass(frozen=True)
@@ -72,32 +103,11 @@ class SuiteConfig:
     models: tuple[str, ...] = OUTCOME_MODELS
     systems: tuple[str, ...] = tuple(DEFAULT_SYSTEMS)
     main: StreamConfig = field(
-        default_factory=lambda: StreamConfig(
-            players=100,
-            events=10_000,
-            days=150,
-            jump_fraction=0.1,
-            jump_day=60,
-            return_fraction=0.1,
-            absence_start_day=20,
-            absence_days=70,
-            farm_day=100,
-            farmers_per_pattern=5,
-        )
+        default_factory=lambda: protocol_stream(100, 10_000, 150, 5, cohort_share=0.1)
     )
     long: StreamConfig | None = field(
-        default_factory=lambda: StreamConfig(
-            players=50,
-            events=33_000,
-            days=3 * 365,
-            outcome_model=LONG_MODEL,
-            jump_fraction=0.1,
-            jump_day=60,
-            return_fraction=0.1,
-            absence_start_day=20,
-            absence_days=70,
-            farm_day=100,
-            farmers_per_pattern=2,
+        default_factory=lambda: protocol_stream(
+            50, 33_000, 3 * 365, 2, cohort_share=0.1, outcome_model=LONG_MODEL
         )
     )
     section_10_7: bool = True
@@ -115,28 +125,10 @@ class SuiteConfig:
 QUICK = SuiteConfig(
     seeds=(1, 2),
     section_10_7=False,
-    systems=(*PAPER_SYSTEMS, "adr-no-cooldown", "elo-uscf", *TUNED),
+    systems=(*PAPER_SYSTEMS, "adr-no-cooldown", "adr-recommended", "elo-uscf", *TUNED),
     grids={family: grid[:: len(grid) - 1] for family, grid in GRIDS.items()},  # the two ends
-    main=StreamConfig(
-        players=30,
-        events=1_500,
-        days=150,
-        jump_day=60,
-        absence_start_day=20,
-        absence_days=70,
-        farm_day=100,
-    ),
-    long=StreamConfig(
-        players=24,
-        events=3_000,
-        days=3 * 365,
-        outcome_model=LONG_MODEL,
-        jump_day=60,
-        absence_start_day=20,
-        absence_days=70,
-        farm_day=100,
-        farmers_per_pattern=1,
-    ),
+    main=protocol_stream(30, 1_500, 150, 3),
+    long=protocol_stream(24, 3_000, 3 * 365, 1, outcome_model=LONG_MODEL),
 )
 
 

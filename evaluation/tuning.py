@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from engine import Params
+from engine import Params, profile_overrides
 from evaluation.adr_system import AdrSystem
 from evaluation.elo import Elo, FideElo, MobaElo, MobaLadder, UscfElo
 from evaluation.glicko2 import Glicko2
@@ -82,23 +82,40 @@ SYSTEMS: dict[str, tuple[str, Callable[[Params], RatingSystem]]] = {
 }
 # Opt-in extensions beyond the paper (engine.Params switches, default off): run only when asked
 # for with --systems, so the default report stays the paper's.
-EXTENSIONS: dict[str, tuple[str, dict[str, int]]] = {
+EXTENSIONS: dict[str, tuple[str, dict[str, str]]] = {
     "adr-bounded-return": (
         "ADR + bound_return_decay = 1 (the decay at a return moves μ by at most Δmax)",
-        {"bound_return_decay": 1},
+        {"bound_return_decay": "1"},
     ),
     "adr-zero-sum": (
         "ADR + zero_sum_update = 1 (the victim loses what the attacker gains)",
-        {"zero_sum_update": 1},
+        {"zero_sum_update": "1"},
+    ),
+    "adr-soft-floor": (
+        "ADR + floor_margin = 120 (a fall at d < 120 above μ_min is scaled by d/120)",
+        {"floor_margin": "120"},
+    ),
+    "adr-repeat-window": (
+        "ADR + repeat_window = 600 s (a pair's repeat kill moves μ by min(1, gap/600 s))",
+        {"repeat_window": "600"},
+    ),
+    "adr-decay-grace": (
+        "ADR + decay_grace = 7 days (the §5 decay acts on max(0, gap − 7 days))",
+        {"decay_grace": "7"},
     ),
     "adr-recommended": (
-        "ADR + both switches (a candidate profile: see docs/evaluation.md before using it)",
-        {"bound_return_decay": 1, "zero_sum_update": 1},
+        "ADR, --profile recommended: bound_return_decay, zero_sum_update, floor_margin = 120, "
+        "repeat_window = 600 s, decay_grace = 7 days and θ = 100",
+        profile_overrides("recommended"),
+    ),
+    "adr-recommended-theta400": (
+        "the recommended profile with the paper's θ = 400 (what θ = 100 adds)",
+        {**profile_overrides("recommended"), "theta": "400"},
     ),
 }
 
 
-def _extension(name: str, switches: dict[str, int]) -> Callable[[Params], RatingSystem]:
+def _extension(name: str, switches: dict[str, str]) -> Callable[[Params], RatingSystem]:
     return lambda p: AdrSystem(p.with_overrides(switches), name=name)
 
 

@@ -1,18 +1,20 @@
-"""`--param NAME=VALUE` and `ADR_PARAMS`: engine parameter overrides, read alike everywhere."""
+"""`--profile NAME`, `--param NAME=VALUE`, `ADR_PROFILE` and `ADR_PARAMS`: engine parameter
+overrides, read alike everywhere."""
 
 from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable, Mapping
 
-from engine import ParamError
+from engine import PROFILES, ParamError, profile_overrides
 from runtime.settings import key_values
 
 ENV_VAR = "ADR_PARAMS"
+PROFILE_ENV_VAR = "ADR_PROFILE"
 
 
 def add_param_argument(parser: argparse.ArgumentParser, *, env: bool = True) -> None:
-    """The repeatable `--param NAME=VALUE` flag (names as in adr-reading.md)."""
+    """The repeatable `--param NAME=VALUE` flag (names as in adr-reading.md) and `--profile`."""
     where = f"; env {ENV_VAR}='a=1,b=2', flags win" if env else ""
     parser.add_argument(
         "--param",
@@ -22,12 +24,31 @@ def add_param_argument(parser: argparse.ArgumentParser, *, env: bool = True) -> 
         metavar="NAME=VALUE",
         help=f"override an ADR parameter by its adr-reading.md name (repeatable{where})",
     )
+    profile_env = f"; env {PROFILE_ENV_VAR}" if env else ""
+    parser.add_argument(
+        "--profile",
+        dest="profile",
+        default=None,
+        choices=tuple(PROFILES),
+        help="a named parameter set applied before any --param (engine/profiles.py; "
+        f"recommended: the opt-in extensions docs/evaluation.md measures{profile_env}; "
+        "default paper)",
+    )
 
 
 def param_overrides(
-    flag_items: Iterable[str], environ: Mapping[str, str] | None = None
+    flag_items: Iterable[str],
+    environ: Mapping[str, str] | None = None,
+    profile: str | None = None,
 ) -> dict[str, str]:
-    """NAME -> VALUE from `ADR_PARAMS` (when environ is given), then the flags; later wins."""
-    items = [p for p in (environ or {}).get(ENV_VAR, "").split(",") if p.strip()]
+    """NAME -> VALUE from the profile (`profile`, else `ADR_PROFILE` when environ is given, else
+    none), then `ADR_PARAMS` (when environ is given), then the flags; later wins."""
+    env = environ or {}
+    name = profile if profile is not None else env.get(PROFILE_ENV_VAR, "").strip()
+    overrides: dict[str, str] = profile_overrides(name) if name else {}
+    items = [p for p in env.get(ENV_VAR, "").split(",") if p.strip()]
     items += list(flag_items)
-    return key_values(items, lambda item: ParamError(f"--param expects NAME=VALUE, got {item!r}"))
+    overrides.update(
+        key_values(items, lambda item: ParamError(f"--param expects NAME=VALUE, got {item!r}"))
+    )
+    return overrides

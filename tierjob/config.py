@@ -117,7 +117,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def params_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> Params:
     """engine.Params from ADR_PARAMS then --param overrides (the consumer must use the same)."""
     try:
-        return Params.from_overrides(param_overrides(getattr(args, "param", []) or [], environ))
+        overrides = param_overrides(
+            getattr(args, "param", []) or [], environ, getattr(args, "profile", None)
+        )
+        return Params.from_overrides(overrides)
     except ParamError as exc:
         raise TierJobError(str(exc)) from exc
 

@@ -12,7 +12,7 @@ import msgpack
 import pytest
 
 from adr_cli.main import main
-from engine import TIER_LABELS, Params, RatingBook, Snapshot
+from engine import TIER_LABELS, Params, RatingBook, Snapshot, profile_overrides
 
 T0 = 1_700_000_000_000
 
@@ -104,6 +104,20 @@ def test_stdin_and_options(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     params = Params.from_overrides({"theta": "500", "n_min": "5"})
     _assert_same(out, _expected(events, params, calibrate_every_ms=60_000))
+
+
+def test_the_recommended_profile_under_a_param(tmp_path: Path) -> None:
+    events = _events(800)
+    src = tmp_path / "events.jsonl"
+    src.write_text("".join(json.dumps(e) + "\n" for e in events))
+    out = tmp_path / "out"
+    args = ["replay", str(src), "--out-dir", str(out), "--profile", "recommended"]
+    assert main([*args, "--param", "theta=150"]) == 0
+    params = Params.from_overrides({**profile_overrides("recommended"), "theta": "150"})
+    assert params.repeat_window == 600.0 and params.theta == 150.0
+    expected = _expected(events, params)
+    assert expected.players() != _expected(events, Params()).players()
+    _assert_same(out, expected)
 
 
 def test_malformed_lines_are_reported_and_skipped(

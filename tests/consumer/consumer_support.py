@@ -334,6 +334,30 @@ def start_threaded(config: Config, params: Params, serve_metrics: bool = False) 
     return ThreadedConsumer(pipeline, thread)
 
 
+def consume_all(
+    bootstrap: str,
+    redis_url: str,
+    unique_name: Callable[[str], str],
+    topic: str,
+    params: Params,
+    count: int,
+    timeout: float = 240.0,
+) -> tuple[Keys, redis.Redis, Config]:
+    """Consume the `count` events of the one-partition `topic` into a new rating pool (a
+    threaded consumer, stopped once all are applied); (its keys, a client, the config)."""
+    ns, keys, client = rating_pool(redis_url, unique_name)
+    config = Config(
+        bootstrap_servers=bootstrap, redis_url=redis_url, namespace=ns, topic=topic,
+        group=unique_name("g"), rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
+    )  # fmt: skip
+    consumer = start_threaded(config, params)
+    try:
+        wait_applied(client, keys, topic, {0: count}, timeout, alive=consumer.thread.is_alive)
+    finally:
+        consumer.stop()
+    return keys, client, config
+
+
 def consume_cmd(
     bootstrap: str, redis_url: str, ns: str, topic: str, group: str, *extra: str
 ) -> list[str]:

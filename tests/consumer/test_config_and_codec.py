@@ -31,6 +31,16 @@ def test_flags_win_over_environment_over_defaults() -> None:
     assert Params.from_overrides(dict(config.params)).c_loss == 0.5
 
 
+def test_a_profile_from_the_environment_or_the_flag_under_the_params() -> None:
+    env = {"ADR_PROFILE": "recommended", "ADR_PARAMS": "theta=150"}
+    params = Params.from_overrides(dict(_parse([], env).params))
+    assert (params.repeat_window, params.decay_grace, params.theta) == (600.0, 7.0, 150.0)
+    config = _parse(["--profile", "paper"], env)  # the flag names the profile
+    assert config.params == {"theta": "150"}
+    with pytest.raises(ConsumerError):
+        _parse([], {"ADR_PROFILE": "nope"})
+
+
 def test_bad_configuration_is_a_consumer_error() -> None:
     with pytest.raises(ConsumerError):
         _parse([], {"ADR_BATCH_SIZE": "many"})

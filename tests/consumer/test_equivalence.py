@@ -3,29 +3,28 @@
 from __future__ import annotations
 
 import consumer_support as S
+import redis
 from confluent_kafka import Consumer, TopicPartition
 
-from engine import Params
+from consumer.config import Config
+from engine import Params, profile_overrides
+from redis_layout import Keys
 from schemas import decode_rating_change
 
 EVENTS = 50_000
 
 
 def test_50k_events_through_kafka_equal_the_replay(
-    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, consumer_config
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
 ) -> None:
     # One partition: the replay's order is then the consumer's order, so σ̄ (a mean over every
     # tracked player, changed by every event) matches bit for bit, not just within tolerance.
-    topic, ns, keys, client = S.pool_on_topic(kafka_admin, redis_url, unique_name)
     params = Params()
     events = S.events(EVENTS, players=5_000, arenas=50, seed=11)
-    S.produce(kafka_bootstrap, topic, S.encoded(events))
-    config = consumer_config(redis_url, ns, topic)
-    consumer = S.start_threaded(config, params)
-    try:
-        S.wait_applied(client, keys, topic, {0: EVENTS}, 240, alive=consumer.thread.is_alive)
-    finally:
-        consumer.stop()
+    keys, client, config = _consume(
+        kafka_bootstrap, redis_url, kafka_admin, unique_name, params, events
+    )
+    topic = config.topic
 
     book = S.replay(events, params, S.SNAPSHOT)
     assert book.counted > 0.8 * EVENTS and book.duplicates > 0.05 * EVENTS
@@ -62,3 +61,32 @@ def _group_offsets(bootstrap: str, group: str, topic: str) -> dict[int, int]:
         }
     finally:
         probe.close()
+
+
+def test_opt_in_extensions_through_kafka_equal_the_replay(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name
+) -> None:
+    # --profile recommended, every engine switch on (docs/evaluation.md): the consumer's rate_kill
+    # gets each pair's last counted time from Redis (repeat_window), the replay from its pair
+    # table; both must keep it as long as the window and give the same state bit for bit.
+    # 40 players in 4 arenas repeat pairs within the 600 s repeat_window; μ_min = 950 brings the
+    # soft floor into play.
+    params = Params.from_overrides({**profile_overrides("recommended"), "mu_min": 950})
+    events = S.events(6_000, players=40, arenas=4, seed=12)
+    keys, client, _ = _consume(kafka_bootstrap, redis_url, kafka_admin, unique_name, params, events)
+    book = S.replay(events, params, S.SNAPSHOT)
+    paper = S.replay(events, Params(), S.SNAPSHOT)
+    assert book.counted == paper.counted  # the switches weigh events, they drop none
+    assert book.players() != paper.players()
+    assert min(s.mu for s in book.players().values()) > params.mu_min
+    S.assert_redis_equals_replay(client, keys, book, params, exact=True)
+    client.close()
+
+
+def _consume(  # type: ignore[no-untyped-def]
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, params: Params, events
+) -> tuple[Keys, redis.Redis, Config]:
+    """Produce `events` to a new one-partition topic and consume all of them into a new pool."""
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    S.produce(kafka_bootstrap, topic, S.encoded(events))
+    return S.consume_all(kafka_bootstrap, redis_url, unique_name, topic, params, len(events))

@@ -21,11 +21,13 @@ BUILD = ROOT / "build" / "mypyc"
 REPLAY = r"""
 import random, sys, msgspec
 import engine._book
-from engine import Params, RatingBook
+from engine import Params, RatingBook, profile_overrides
 assert engine._book.__file__.endswith(sys.argv[1]), engine._book.__file__
 DAY = 86_400_000
 rng = random.Random(20261202)
-params = Params.from_overrides({"n_min": "4", "n_active": "3", "p_min": "5", "h_req": "60"})
+small = {"n_min": "4", "n_active": "3", "p_min": "5", "h_req": "60"}
+profile = profile_overrides(sys.argv[2])  # the opt-in switches too (paper: none)
+params = Params.from_overrides({**profile, **small})
 book = RatingBook(params, calibrate_every_ms=120_000, lateness_ms=600_000)
 ts = 1_700_000_000_000
 for i in range(20_000):
@@ -40,10 +42,10 @@ sys.stdout.buffer.write(msgspec.msgpack.encode(
 """
 
 
-def _replay(pythonpath: str, suffix: str, cwd: Path) -> bytes:
+def _replay(pythonpath: str, suffix: str, cwd: Path, profile: str) -> bytes:
     env = {**os.environ, "PYTHONPATH": pythonpath}
     done = subprocess.run(
-        [sys.executable, "-c", REPLAY, suffix],
+        [sys.executable, "-c", REPLAY, suffix, profile],
         cwd=cwd,  # not the repository root: "" on sys.path would shadow PYTHONPATH
         env=env,
         capture_output=True,
@@ -54,11 +56,12 @@ def _replay(pythonpath: str, suffix: str, cwd: Path) -> bytes:
     return done.stdout
 
 
-def test_compiled_engine_is_bit_identical_to_the_pure_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize("profile", ["paper", "recommended"])
+def test_compiled_engine_is_bit_identical_to_the_pure_one(tmp_path: Path, profile: str) -> None:
     reason = compiled.stale_reason(BUILD)
     if reason is not None:
         pytest.skip(reason)
-    pure = _replay(str(ROOT), ".py", tmp_path)
-    built = _replay(f"{BUILD}{os.pathsep}{ROOT}", ".so", tmp_path)
+    pure = _replay(str(ROOT), ".py", tmp_path, profile)
+    built = _replay(f"{BUILD}{os.pathsep}{ROOT}", ".so", tmp_path, profile)
     assert len(pure) > 10_000
     assert built == pure

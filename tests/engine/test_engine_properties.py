@@ -26,6 +26,7 @@ from engine import (
     is_duplicate,
     new_player,
     rate_kill,
+    repeat_weight,
     sigma_units,
     take_snapshot,
 )
@@ -38,7 +39,13 @@ EVERY_MS = 600_000
 SMALL = Params.from_overrides(
     {"n_min": "3", "n_active": "2", "p_min": "3", "sigma_place": "300", "h_req": "30"}
 )
-PARAMS = st.sampled_from([SMALL, Params()])
+# Every opt-in extension on (engine.Params switches); μ_min near μ0 so the soft floor is reached.
+EXTENDED = SMALL.with_overrides(
+    {"bound_return_decay": 1, "zero_sum_update": 1, "floor_margin": 120, "repeat_window": 600,
+     "decay_grace": 7, "theta": 100, "mu_min": 950}
+)  # fmt: skip
+REPEAT_ONLY = Params.from_overrides({"repeat_window": 3600, "floor_margin": 61, "decay_grace": 1})
+PARAMS = st.sampled_from([SMALL, Params(), EXTENDED, REPEAT_ONLY])
 
 Event = tuple[str, str, int]
 
@@ -85,7 +92,9 @@ def reference_replay(
             if player not in states:
                 states[player] = new_player(params)
                 units += sigma_units(params.sigma0, params)
-        out = rate_kill(states[a], states[b], ts, units, len(states), snapshot, params)
+        out = rate_kill(
+            states[a], states[b], ts, units, len(states), snapshot, params, cooldown.get((a, b))
+        )
         states[a], states[b] = out.attacker, out.victim
         units += out.sigma_units_delta
         cooldown[(a, b)] = ts
@@ -147,7 +156,7 @@ def test_book_equals_the_reference_driver_bit_for_bit(events: list[Event], param
 def test_cooldown_pruning_keeps_dedup_exact(events: list[Event], params: Params) -> None:
     # lateness 0 and a sweep every second: pairs move to runs and runs expire all the time.
     book = RatingBook(params, calibrate_every_ms=EVERY_MS, lateness_ms=0)
-    book._pairs = PairTable(params.cooldown_ms, 0, sweep_every_ms=1000)
+    book._pairs = PairTable(params.pair_memory_ms, 0, sweep_every_ms=1000)
     for i, (a, b, ts) in enumerate(events):
         book.apply(str(i), a, b, ts)
     states, snapshot, _ = reference_replay(events, params)
@@ -247,14 +256,14 @@ def test_book_boundaries_are_non_increasing(events: list[Event], params: Params)
     ),
     st.integers(0, 1_000_000),
     st.sampled_from([1000, 150_000, 0]),
+    st.sampled_from([Params(), Params.from_overrides({"repeat_window": 150})]),
 )
 def test_pair_table_answers_like_a_dict_for_every_acceptable_event(
-    steps: list[tuple[int, int, int]], lateness: int, sweep_every: int
+    steps: list[tuple[int, int, int]], lateness: int, sweep_every: int, params: Params
 ) -> None:
-    # Whatever moved to runs or was forgotten, dedup of any event not older than W − lateness
-    # is the same as with an unbounded dict (the reference reading of §2.1).
-    params = Params()
-    table = PairTable(params.cooldown_ms, lateness, sweep_every_ms=sweep_every)
+    # Whatever moved to runs or was forgotten, dedup (and the opt-in repeat weight) of any event
+    # not older than W − lateness is the same as with an unbounded dict (§2.1's reference).
+    table = PairTable(params.pair_memory_ms, lateness, sweep_every_ms=sweep_every)
     model: dict[tuple[int, int], int] = {}
     ts = watermark = 0
     for a, b, gap in steps:
@@ -265,7 +274,10 @@ def test_pair_table_answers_like_a_dict_for_every_acceptable_event(
                 for probe in (watermark - lateness, ts, watermark - 61_000, watermark):
                     if probe < watermark - lateness:
                         continue
-                    got = is_duplicate(table.last(x, y, probe, watermark), probe, params)
+                    last = table.last(x, y, probe, watermark)
+                    got = is_duplicate(last, probe, params)
                     assert got == is_duplicate(model.get((x, y)), probe, params)
-        table.put(a, b, ts, watermark, watermark - lateness - params.cooldown_ms)
+                    weight = repeat_weight(model.get((x, y)), probe, params)
+                    assert repeat_weight(last, probe, params) == weight
+        table.put(a, b, ts, watermark, watermark - lateness - params.pair_memory_ms)
         model[(a, b)] = ts

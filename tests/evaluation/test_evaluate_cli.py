@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -85,6 +86,9 @@ def test_quick_evaluate_writes_report_with_intervals_over_named_seeds(
             assert 0.0 < ll["mean"] < 2.0, name
             assert m["ci"]["hyst_tier_changes_per_1000"] is not None, name  # common rule: all
     assert "elo-k32" in figures["models"]["logistic"]
+    # the recommended profile runs in CI too, and the report says whether it reaches the goal
+    assert "adr-recommended" in figures["models"]["probit"]
+    assert report.count("Goal (the recommended profile's log loss") == 3
     # the chosen tuning values are reported, and the tuned systems used them
     for model in meta["models"]:
         for family in ("elo", "glicko2", "trueskill"):
@@ -94,7 +98,7 @@ def test_quick_evaluate_writes_report_with_intervals_over_named_seeds(
     assert "Baselines tuned within their published ranges" in report
     # three simulated years, sampled monthly, with the floor shares for ADR only
     long = figures["long"]
-    assert set(long) == {"adr", "elo-tuned", "glicko2-tuned"}
+    assert set(long) == {"adr", "adr-recommended", "elo-tuned", "glicko2-tuned"}
     points = long["adr"]["points"]
     assert points[-1]["day"] > 3 * 365 - 31 and len(points) >= 36
     assert all(len(p["boundaries"]) == 14 for p in points if p["boundaries"])
@@ -140,3 +144,39 @@ def test_seeds_flag_takes_a_count_or_a_list() -> None:
     assert parse_seeds("3") == (1, 2, 3)
     assert parse_seeds("7,3,11") == (7, 3, 11)
     assert parse_seeds("5,") == (5,)
+
+
+def test_the_report_says_whether_the_recommended_profile_reaches_the_goal() -> None:
+    from evaluation.report import _goal
+
+    def system(mean: float, lo: float, hi: float) -> dict[str, Any]:
+        return {"ci": {"log_loss": {"mean": mean, "lo": lo, "hi": hi, "n": 10}}}
+
+    systems = {
+        "adr": system(0.51, 0.50, 0.52),
+        "adr-recommended": system(0.41, 0.40, 0.42),
+        "glicko2": system(0.39, 0.38, 0.40),
+        "elo-k32": system(0.40, 0.39, 0.41),
+    }
+    (line, _blank) = _goal(systems)
+    assert "best baseline `glicko2`" in line
+    assert line.endswith("not reached: its mean is outside that interval.")
+    systems["adr-recommended"] = system(0.395, 0.385, 0.405)
+    assert _goal(systems)[0].endswith("reached.")
+    assert _goal({"adr": system(0.5, 0.4, 0.6)}) == []
+
+
+def test_long_days_scales_the_long_runs_kills() -> None:
+    import argparse
+
+    from evaluation import cli
+
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    base = cli._suite(parser.parse_args(["--out", "x"]))
+    six = cli._suite(parser.parse_args(["--out", "x", "--long-days", "2190"]))
+    assert (base.long.days, base.long.events) == (1095, 33_000)
+    assert (six.long.days, six.long.events) == (2190, 66_000)
+    assert six.main == base.main
+    with pytest.raises(cli.EvaluationError):
+        cli._suite(parser.parse_args(["--out", "x", "--long-days", "0"]))

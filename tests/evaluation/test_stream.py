@@ -9,7 +9,7 @@ from collections import Counter
 import pytest
 
 from evaluation.errors import EvaluationError
-from evaluation.stream import DAY_MS, StreamConfig, generate, outcome_probability
+from evaluation.stream import DAY_MS, StreamConfig, generate, organic_stream, outcome_probability
 
 SMALL = StreamConfig(seed=7, players=60, events=6_000, days=200)
 
@@ -64,18 +64,7 @@ def test_farm_sessions_follow_their_pattern() -> None:
 
 def test_outcomes_follow_the_hidden_skills() -> None:
     # The first-drawn player's win rate matches the mean model probability (±4 standard errors).
-    s = generate(
-        StreamConfig(
-            seed=3,
-            players=40,
-            events=20_000,
-            days=30,
-            jump_fraction=0.0,
-            return_fraction=0.0,
-            farm_patterns=(),
-            farmers_per_pattern=0,
-        )
-    )
+    s = generate(organic_stream(seed=3, players=40, events=20_000, days=30))
     organic = [e for e in s.events if e.kind == "organic"]
     probs = [
         outcome_probability(s.skill(e.first, e.ts) - s.skill(e.second, e.ts), "logistic", 400.0)

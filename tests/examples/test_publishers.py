@@ -18,7 +18,6 @@ from typing import Any
 
 import pytest
 
-from consumer.config import Config
 from engine import Params
 from schemas import KillEvent, decode_kill_event, encode_kill_event
 from tests.consumer import consumer_support as S
@@ -116,17 +115,10 @@ def test_publisher_lands_each_arena_on_the_java_partition_and_the_consumer_rates
     # One partition: the consumer's order is the file's, so Redis must equal the replay exactly.
     topic = kafka_admin.create(unique_name(f"kill-events-{lang}-1p"), partitions=1)
     _publish(cmd, kafka_bootstrap, topic)
-    ns, keys, client = S.rating_pool(redis_url, unique_name)
     params = Params()
-    config = Config(
-        bootstrap_servers=kafka_bootstrap, redis_url=redis_url, namespace=ns, topic=topic,
-        group=unique_name("g"), rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
-    )  # fmt: skip
-    consumer = S.start_threaded(config, params)
-    try:
-        S.wait_applied(client, keys, topic, {0: len(EVENTS)}, 120, alive=consumer.thread.is_alive)
-    finally:
-        consumer.stop()
+    keys, client, _ = S.consume_all(
+        kafka_bootstrap, redis_url, unique_name, topic, params, len(EVENTS), 120
+    )
     book = S.replay(EVENTS, params, S.SNAPSHOT)
     assert book.counted > 0.8 * len(EVENTS)
     S.assert_redis_equals_replay(client, keys, book, params, exact=True)

@@ -1,0 +1,38 @@
+"""Named parameter profiles: sets of `--param NAME=VALUE` overrides shipped with the engine.
+
+`paper` is Table 9 as adr-reading.md reads it (no override). `recommended` turns on the opt-in
+extensions the evaluation supports and sets θ for the ratings they produce; docs/evaluation.md
+("Opt-in extensions") gives the measurements behind each value and when to use the profile.
+A profile is applied first; ADR_PARAMS and `--param` override it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from engine._errors import ParamError
+
+PROFILES: Mapping[str, Mapping[str, str]] = MappingProxyType(
+    {
+        "paper": MappingProxyType({}),
+        "recommended": MappingProxyType(
+            {
+                "bound_return_decay": "1",  # the decay at a return moves μ by at most Δmax
+                "zero_sum_update": "1",  # the victim loses what the attacker gains: no drain
+                "floor_margin": "120",  # falls near μ_min shrink: nobody parks on the floor
+                "repeat_window": "600",  # a pair's repeat kill weighs gap/600 s
+                "decay_grace": "7",  # no §5 decay for gaps up to t_active (7 days)
+                "theta": "100",  # chosen on the tuning seed with the switches above on
+            }
+        ),
+    }
+)
+
+
+def profile_overrides(name: str) -> dict[str, str]:
+    """The overrides of profile `name`; ParamError for an unknown name."""
+    try:
+        return dict(PROFILES[name])
+    except KeyError:
+        raise ParamError(f"unknown profile {name!r} (known: {', '.join(PROFILES)})") from None
