@@ -107,6 +107,11 @@ def _off() -> bool:
     return os.environ.get("ADR_COMPILED", "").strip().lower() in _OFF
 
 
+def required() -> bool:
+    """ADR_COMPILED=1 (.ci/run): a missing or pure compiled build is an error, not a skip."""
+    return os.environ.get("ADR_COMPILED", "").strip() == "1"
+
+
 def cannot_compile() -> str | None:
     """Why a wheel built here and now would be pure (setup.py asks), or None if mypyc can build."""
     if _off():

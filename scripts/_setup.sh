@@ -6,7 +6,8 @@
 #   - the compiled build: the project's wheel, built by setup.py with mypyc (gcc, headers), in a
 #     second environment $ADR_COMPILED_VENV (default $ADR_VENV/compiled) with the runtime
 #     dependencies only; rebuilt when the sources change (runtime/compiled.py). `adr_bin` names
-#     its `adr`. ADR_COMPILED=0: no compiled build.
+#     its `adr`. ADR_COMPILED=0: no compiled build; ADR_COMPILED=1 (.ci/run): the set-up fails
+#     unless the wheel builds compiled (unset: it warns and the sources run, pure).
 #   - the Kafka broker jars from Maven Central into .cache/kafka/       (mvn, see stack/pom.xml)
 #   - for the tests only (adr_test_tools): Prometheus' promtool, taken out of Debian's
 #     `prometheus` package into .cache/promtool/ (downloaded, not installed: no service starts)
@@ -141,12 +142,17 @@ _compiled_venv() {  # the project's wheel, compiled by setup.py, in $ADR_COMPILE
   # setuptools keeps build/lib between builds: a module deleted since would stay in the wheel.
   rm -rf "$ADR_ROOT/build"
   if ! "$ADR_COMPILED_VENV/bin/python" -m pip install -q "$ADR_ROOT" "${constraints[@]}"; then
-    _log "warning: the compiled wheel did not build (see above); the sources run, pure"
+    _compiled_missing "the compiled wheel did not build (see above)"
     return 0
   fi
   # -P: not the current directory (the source tree) first on sys.path.
   "$ADR_COMPILED_VENV/bin/python" -P -m runtime.compiled status >/dev/null ||
-    _log "warning: $("$ADR_COMPILED_VENV/bin/python" -P -m runtime.compiled status)"
+    _compiled_missing "$("$ADR_COMPILED_VENV/bin/python" -P -m runtime.compiled status)"
+}
+
+_compiled_missing() {  # fatal with ADR_COMPILED=1, else a warning
+  [ "${ADR_COMPILED:-}" = "1" ] && _die "ADR_COMPILED=1 but no compiled build: $1"
+  _log "warning: $1; the pure sources run"
 }
 
 adr_bin() {  # the `adr` to run: the compiled build's when it is current, else the sources'

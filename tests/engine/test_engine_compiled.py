@@ -61,10 +61,10 @@ def _replay(python: str, pythonpath: str | None, state: str, cwd: Path, **env: s
 def test_compiled_engine_is_bit_identical_to_the_pure_one(tmp_path: Path) -> None:
     venv = compiled.venv()
     reason = compiled.stale_reason(venv, ROOT)
+    if reason is None and not (compiled.installed(venv) or {}).get("compiled"):
+        reason = f"{venv} holds a pure build"
     if reason is not None:
-        pytest.skip(reason)
-    if not (compiled.installed(venv) or {}).get("compiled"):
-        pytest.skip(f"{venv} holds a pure build")
+        (pytest.fail if compiled.required() else pytest.skip)(reason)
     python = str(venv / "bin" / "python")
     pure = _replay(sys.executable, str(ROOT), f"pure: the sources in {ROOT} ", tmp_path)
     assert len(pure) > 10_000
