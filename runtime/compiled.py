@@ -25,6 +25,8 @@ The wheel carries runtime/_build.json, written by setup.py: whether mypyc compil
 not, why) and a digest of the sources it was built from. ADR_COMPILED=0 at run time (`activate`,
 called by `adr` before anything imports the packages) makes an installed compiled build load the
 .py next to each extension instead, to rule the compiled build out without reinstalling.
+ADR_COMPILED=1 (.ci/run) makes a missing or pure compiled build fail the set-up and the tests
+instead of warning and skipping.
 
 Only the standard library is imported here: setup.py loads this file by path at build time.
 """
@@ -170,13 +172,15 @@ def state() -> str:
     if not pure:
         return "compiled"
     if len(pure) < len(MODULES):
-        return f"pure: {', '.join(pure)} not compiled (a partial build)"
+        return f"pure: only partly compiled ({', '.join(pure)} run from .py files)"
     if _preferring_source():
         return "pure: ADR_COMPILED=0"
+    where = Path(origins[MODULES[0]] or __file__).resolve().parent.parent
     manifest = _manifest(Path(__file__).resolve().parent)
+    if manifest is not None and manifest.get("compiled"):
+        return f"pure: built compiled, but no extension module is beside the .py files in {where}"
     if manifest is not None:
         return f"pure: built without mypyc ({manifest.get('why', 'no reason recorded')})"
-    where = Path(origins[MODULES[0]] or __file__).resolve().parent.parent
     return (
         f"pure: the sources in {where} (an editable install, or a source tree first on "
         "sys.path); the compiled build is the installed wheel (pip install .)"
