@@ -135,13 +135,15 @@ _compiled_venv() {  # the project's wheel, compiled by setup.py, in $ADR_COMPILE
   "$ADR_VENV/bin/python" -m runtime.compiled current "$ADR_COMPILED_VENV" >/dev/null 2>&1 &&
     return 0
   _log "building the compiled wheel (mypyc) into $ADR_COMPILED_VENV"
-  if [ ! -x "$ADR_COMPILED_VENV/bin/python" ]; then
-    "$python" -m venv "$ADR_COMPILED_VENV" || _die "could not create $ADR_COMPILED_VENV"
+  if [ ! -x "$ADR_COMPILED_VENV/bin/python" ]; then  # no pip of its own: $ADR_VENV's installs
+    "$python" -m venv --without-pip "$ADR_COMPILED_VENV" ||
+      _die "could not create $ADR_COMPILED_VENV"
   fi
   [ -f "$ADR_ROOT/constraints.txt" ] && constraints=(-c "$ADR_ROOT/constraints.txt")
   # setuptools keeps build/lib between builds: a module deleted since would stay in the wheel.
   rm -rf "$ADR_ROOT/build"
-  if ! "$ADR_COMPILED_VENV/bin/python" -m pip install -q "$ADR_ROOT" "${constraints[@]}"; then
+  if ! "$ADR_VENV/bin/python" -m pip --python "$ADR_COMPILED_VENV/bin/python" install -q \
+    "$ADR_ROOT" "${constraints[@]}"; then
     _compiled_missing "the compiled wheel did not build (see above)"
     return 0
   fi
