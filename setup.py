@@ -2,10 +2,11 @@
 
 Everything else about the package is in pyproject.toml. mypycify type-checks and writes the C
 code as soon as it is called, so it is called only by the commands that build a wheel or the
-extensions, not by the metadata hooks pip runs first, and never for an editable install (its .so
-files would land in the source tree and shadow the .py files). When it cannot compile (no mypy in
-the build environment, no C compiler or Python headers, ADR_COMPILED=0) the wheel is pure and
-says why in runtime/_build.json, with a warning here. See runtime/compiled.py.
+extensions, not by the metadata hooks pip runs first, and never for an editable install or an
+in-place build (the .so files would land in the source tree and shadow the .py files). When it
+cannot compile (no mypy in the build environment, no C compiler or Python headers,
+ADR_COMPILED=0) the wheel is pure and says why in runtime/_build.json, with a warning here.
+See runtime/compiled.py.
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ compiled = _load_compiled()
 def _extensions() -> tuple[list[Any], str]:
     """(ext_modules, why) for this setup.py run."""
     command = set(sys.argv[1:])
-    if "editable_wheel" in command or "develop" in command:
-        return [], "an editable install runs the sources"
+    if command & {"editable_wheel", "develop", "--inplace", "-i"}:
+        return [], "an editable or in-place build runs the sources"
     if not command & _BUILDS:
         return [], "metadata only"
     reason = compiled.cannot_compile()

@@ -183,7 +183,8 @@ def state() -> str:
         return f"pure: built without mypyc ({manifest.get('why', 'no reason recorded')})"
     return (
         f"pure: the sources in {where} (an editable install, or a source tree first on "
-        "sys.path); the compiled build is the installed wheel (pip install .)"
+        "sys.path); the compiled build is a wheel install (pip install .; scripts/_setup.sh "
+        "puts one in .venv/compiled)"
     )
 
 
