@@ -78,7 +78,7 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    compiled.activate_once()  # before any subcommand imports engine, consumer or schemas
+    compiled.activate()  # ADR_COMPILED=0 before any subcommand imports engine or consumer
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(args_list)
     args = parser.parse_args(args_list)

@@ -1,4 +1,4 @@
-# ruff: noqa: E402  (the compiled build must be put first on sys.path before the imports below)
+# ruff: noqa: E402  (ADR_COMPILED=0 must take effect before the imports below)
 """Benchmark of `adr consume` (issues 4 and 20): sustained throughput, p99 event-to-commit latency
 at a steady 5,000 and 10,000 events/s, the consumer's CPU per event by stage, a naive consumer and
 two ceilings, side by side on the same machine.
@@ -9,8 +9,9 @@ two ceilings, side by side on the same machine.
 The stage breakdown comes from a separate profiling phase on the same backlog (a StageClock handed
 to the pipeline, consumer/_stages.py), so the timed sustained phase runs the consumer as deployed.
 
-Like `adr`, it runs the compiled build (runtime/compiled.py) when it is current; ADR_COMPILED=0
-measures the pure modules.
+It measures the installed package: run it with .venv/compiled/bin/python for the compiled build
+that `adr consume` runs in the image and under scripts/demo (runtime/compiled.py), with
+.venv/bin/python for the pure sources; ADR_COMPILED=0 runs the .py files of a compiled install.
 
 Uses KAFKA_BOOTSTRAP_SERVERS / REDIS_URL when set, else starts the local stack (stack/).
 Prints one JSON object (the figures) on stdout; progress goes to stderr.
@@ -33,7 +34,7 @@ from typing import Any
 
 from runtime import compiled
 
-BUILD = compiled.activate_once()  # first: measure what `adr consume` runs (compiled if current)
+BUILD = compiled.activate()  # first, as `adr` does: ADR_COMPILED=0 before the imports below
 
 import hiredis
 import redis

@@ -21,8 +21,10 @@ Memory is the growth of the process's peak resident set (ru_maxrss) across the r
 by the number of tracked players; --tracemalloc reports tracemalloc's peak of Python allocations
 instead (much slower; the events/s it prints are not the figure to quote).
 
---engine compiled (default: auto) puts build/mypyc (made by `python bench/engine_build_mypyc.py`)
-first on sys.path, so the mypyc-compiled engine is used; --engine pure never does.
+The engine is the installed one: run it with .venv/compiled/bin/python for the mypyc-compiled
+build (runtime/compiled.py; scripts/test and scripts/demo make it), with .venv/bin/python for the
+pure sources. --engine compiled fails unless the compiled build runs; --engine pure runs the .py
+files even of a compiled install (ADR_COMPILED=0).
 """
 
 from __future__ import annotations
@@ -37,10 +39,7 @@ import sys
 import time
 import tracemalloc
 from array import array
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-COMPILED_DIR = ROOT / "build" / "mypyc"
 T0 = 1_700_000_000_000
 
 
@@ -62,15 +61,14 @@ def _args() -> argparse.Namespace:
 
 
 def _select_engine(choice: str) -> str:
-    built = any(COMPILED_DIR.glob("engine/_book*.so"))
-    if choice == "compiled" and not built:
-        sys.exit("no compiled engine: run `python bench/engine_build_mypyc.py` first")
-    if choice == "compiled" or (choice == "auto" and built):
-        sys.path.insert(0, str(COMPILED_DIR))
-    sys.path.insert(1, str(ROOT))
-    import engine._book
+    if choice == "pure":
+        os.environ["ADR_COMPILED"] = "0"
+    from runtime import compiled
 
-    return "compiled" if engine._book.__file__.endswith(".so") else "pure"  # type: ignore[union-attr]
+    state = compiled.activate()  # before the engine is imported
+    if choice == "compiled" and state != "compiled":
+        sys.exit(f"no compiled engine ({state}): run with .venv/compiled/bin/python")
+    return "compiled" if state == "compiled" else "pure"
 
 
 def generate(events: int, players: int, rate: float, seed: int) -> tuple[array, array, array]:

@@ -1,4 +1,4 @@
-# ruff: noqa: E402  (the compiled build must be put first on sys.path before the imports below)
+# ruff: noqa: E402  (ADR_COMPILED=0 must take effect before the imports below)
 """Where Redis spends its CPU on the consumer's atomic batch write (redis_layout: apply.lua).
 
     python bench/redis_write_cost.py                    # 200,000 events, 100,000 players
@@ -38,7 +38,7 @@ from typing import Any
 
 from runtime import compiled
 
-BUILD = compiled.activate_once()
+BUILD = compiled.activate()
 
 import hiredis
 import msgspec

@@ -117,7 +117,7 @@ class Pipeline:
         self._subscribe()
         log.info(
             "consumer started",
-            extra={"config": self.config.__repr__(), "build": compiled.STATE},
+            extra={"config": self.config.__repr__(), "build": compiled.state()},
         )
         stages = self.lifecycle
         try:

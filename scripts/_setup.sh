@@ -1,9 +1,14 @@
 # Shared set-up for scripts/test and scripts/demo (sourced, not run). Idempotent and quiet:
 # a second run is a few stat calls. Installs only what is missing:
 #   - Debian packages: a JRE (17+), maven, redis-server, python3-venv   (apt-get, as root or sudo)
-#   - a virtual environment $ADR_VENV (default .venv) with `pip install -e .[dev]`
+#   - a virtual environment $ADR_VENV (default .venv) with `pip install -e .[dev]`: the sources,
+#     pure (an editable install never compiles)
+#   - the compiled build: the project's wheel, built by setup.py with mypyc (gcc, headers), in a
+#     second environment $ADR_COMPILED_VENV (default $ADR_VENV/compiled) with the runtime
+#     dependencies only; rebuilt when the sources change (runtime/compiled.py). `adr_bin` names
+#     its `adr`. ADR_COMPILED=0: no compiled build; ADR_COMPILED=1 (.ci/run): the set-up fails
+#     unless the wheel builds compiled (unset: it warns and the sources run, pure).
 #   - the Kafka broker jars from Maven Central into .cache/kafka/       (mvn, see stack/pom.xml)
-#   - the mypyc build of the engine and the consumer's hot path into build/mypyc/ (gcc, headers)
 #   - for the tests only (adr_test_tools): Prometheus' promtool, taken out of Debian's
 #     `prometheus` package into .cache/promtool/ (downloaded, not installed: no service starts)
 #   - for the tests only (adr_kustomize_tool): tools/kustomize, the pinned kustomize library that
@@ -14,6 +19,8 @@
 
 ADR_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ADR_VENV="${ADR_VENV:-$ADR_ROOT/.venv}"
+ADR_COMPILED_VENV="${ADR_COMPILED_VENV:-$ADR_VENV/compiled}"
+export ADR_COMPILED_VENV  # the tests compare it with the sources
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off PIP_NO_INPUT=1
 
 _log() { printf '[setup] %s\n' "$*" >&2; }
@@ -94,7 +101,7 @@ sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Pyth
     "$python" -m venv "$ADR_VENV" || _die "could not create $ADR_VENV"
   fi
   # Reinstall only when the dependency declarations change (the install is editable).
-  want="$(cksum "$ADR_ROOT/pyproject.toml" | cut -d' ' -f1,2)"
+  want="$(cksum "$ADR_ROOT/pyproject.toml" "$ADR_ROOT/setup.py" | cut -d' ' -f1,2 | tr '\n' ' ')"
   if [ -f "$ADR_ROOT/constraints.txt" ]; then
     want="$want $(cksum "$ADR_ROOT/constraints.txt" | cut -d' ' -f1,2)"
   fi
@@ -112,11 +119,8 @@ sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Pyth
     printf '%s' "$want" >"$stamp"
   fi
 
-  # The engine and the consumer's hot path compiled with mypyc (runtime/compiled.py), rebuilt
-  # only when their sources change; without a C compiler it warns and the pure modules run.
   if [ "${ADR_COMPILED:-1}" != "0" ]; then
-    "$ADR_VENV/bin/python" -m runtime.compiled build --if-stale ||
-      _log "warning: no compiled build (needs gcc and the Python headers); running pure Python"
+    _compiled_venv "$python"
   fi
 
   if [ -z "${KAFKA_BOOTSTRAP_SERVERS:-}" ]; then
@@ -126,6 +130,42 @@ sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Pyth
       _die "could not provision the Kafka broker jars (see above)"
   fi
   export PATH="$ADR_VENV/bin:$PATH"
+}
+
+_compiled_venv() {  # the project's wheel, compiled by setup.py, in $ADR_COMPILED_VENV
+  local python="$1" constraints=()
+  "$ADR_VENV/bin/python" -m runtime.compiled current "$ADR_COMPILED_VENV" >/dev/null 2>&1 &&
+    return 0
+  _log "building the compiled wheel (mypyc) into $ADR_COMPILED_VENV"
+  if [ ! -x "$ADR_COMPILED_VENV/bin/python" ]; then  # no pip of its own: $ADR_VENV's installs
+    "$python" -m venv --without-pip "$ADR_COMPILED_VENV" ||
+      _die "could not create $ADR_COMPILED_VENV"
+  fi
+  [ -f "$ADR_ROOT/constraints.txt" ] && constraints=(-c "$ADR_ROOT/constraints.txt")
+  # setuptools keeps build/lib between builds: a module deleted since would stay in the wheel.
+  rm -rf "$ADR_ROOT/build"
+  if ! "$ADR_VENV/bin/python" -m pip --python "$ADR_COMPILED_VENV/bin/python" install -q \
+    "$ADR_ROOT" "${constraints[@]}"; then
+    _compiled_missing "the compiled wheel did not build (see above)"
+    return 0
+  fi
+  # -P: not the current directory (the source tree) first on sys.path.
+  "$ADR_COMPILED_VENV/bin/python" -P -m runtime.compiled status >/dev/null ||
+    _compiled_missing "$("$ADR_COMPILED_VENV/bin/python" -P -m runtime.compiled status)"
+}
+
+_compiled_missing() {  # fatal with ADR_COMPILED=1, else a warning
+  [ "${ADR_COMPILED:-}" = "1" ] && _die "ADR_COMPILED=1 but no compiled build: $1"
+  _log "warning: $1; the pure sources run"
+}
+
+adr_bin() {  # the `adr` to run: the compiled build's when it is current, else the sources'
+  if [ "${ADR_COMPILED:-1}" != "0" ] &&
+    "$ADR_VENV/bin/python" -m runtime.compiled current "$ADR_COMPILED_VENV" >/dev/null 2>&1; then
+    echo "$ADR_COMPILED_VENV/bin/adr"
+  else
+    echo "$ADR_VENV/bin/adr"
+  fi
 }
 
 adr_test_tools() {  # promtool for tests/deploy; best effort: without it that one test is skipped

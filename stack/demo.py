@@ -198,7 +198,9 @@ def _start_children(
         "ADR_NAMESPACE": args.namespace,
         "PYTHONUNBUFFERED": "1",
     })  # fmt: skip
-    adr = [sys.executable, "-m", "adr_cli"]
+    # -P: the installed package runs (the compiled build under scripts/demo), not a source tree
+    # that happens to be the current directory.
+    adr = [sys.executable, "-P", "-m", "adr_cli"]
     calibrate_port = free_port()
     while calibrate_port == consume_port:  # free_port may hand the same closed port out twice
         calibrate_port = free_port()

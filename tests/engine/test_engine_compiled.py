@@ -1,7 +1,9 @@
-"""The mypyc build (runtime/compiled.py) must give bit-identical state.
+"""The compiled build (runtime/compiled.py) must give bit-identical state.
 
-Skipped when build/mypyc holds no build of the current sources for this interpreter
-(runtime.compiled.stale_reason); scripts/test builds it. The pure engine is the reference.
+The pure engine, run from the sources, is the reference; the wheel in the compiled environment
+(runtime.compiled.venv(), built by setup.py with mypyc; scripts/test makes it) must match it bit
+for bit, and so must that wheel's own .py files (ADR_COMPILED=0). Skipped when the compiled
+environment holds no build of the current sources.
 """
 
 from __future__ import annotations
@@ -16,13 +18,13 @@ import pytest
 from runtime import compiled
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD = ROOT / "build" / "mypyc"
 
 REPLAY = r"""
 import random, sys, msgspec
+from runtime import compiled
+assert compiled.activate().startswith(sys.argv[1]), compiled.state()
 import engine._book
 from engine import Params, RatingBook, profile_overrides
-assert engine._book.__file__.endswith(sys.argv[1]), engine._book.__file__
 DAY = 86_400_000
 rng = random.Random(20261202)
 small = {"n_min": "4", "n_active": "3", "p_min": "5", "h_req": "60"}
@@ -42,12 +44,16 @@ sys.stdout.buffer.write(msgspec.msgpack.encode(
 """
 
 
-def _replay(pythonpath: str, suffix: str, cwd: Path, profile: str) -> bytes:
-    env = {**os.environ, "PYTHONPATH": pythonpath}
+def _replay(
+    python: str, pythonpath: str | None, state: str, profile: str, cwd: Path, **env: str
+) -> bytes:
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ADR_COMPILED")}
+    if pythonpath is not None:
+        base["PYTHONPATH"] = pythonpath
     done = subprocess.run(
-        [sys.executable, "-c", REPLAY, suffix, profile],
-        cwd=cwd,  # not the repository root: "" on sys.path would shadow PYTHONPATH
-        env=env,
+        [python, "-c", REPLAY, state, profile],
+        cwd=cwd,  # not the repository root: "" on sys.path would shadow the installed build
+        env={**base, **env},
         capture_output=True,
         check=False,
         timeout=300,
@@ -58,10 +64,15 @@ def _replay(pythonpath: str, suffix: str, cwd: Path, profile: str) -> bytes:
 
 @pytest.mark.parametrize("profile", ["paper", "recommended"])
 def test_compiled_engine_is_bit_identical_to_the_pure_one(tmp_path: Path, profile: str) -> None:
-    reason = compiled.stale_reason(BUILD)
+    venv = compiled.venv()
+    reason = compiled.stale_reason(venv, ROOT)
+    if reason is None and not (compiled.installed(venv) or {}).get("compiled"):
+        reason = f"{venv} holds a pure build"
     if reason is not None:
-        pytest.skip(reason)
-    pure = _replay(str(ROOT), ".py", tmp_path, profile)
-    built = _replay(f"{BUILD}{os.pathsep}{ROOT}", ".so", tmp_path, profile)
+        (pytest.fail if compiled.required() else pytest.skip)(reason)
+    python = str(venv / "bin" / "python")
+    pure = _replay(sys.executable, str(ROOT), f"pure: the sources in {ROOT} ", profile, tmp_path)
     assert len(pure) > 10_000
-    assert built == pure
+    assert _replay(python, None, "compiled", profile, tmp_path) == pure
+    off = _replay(python, None, "pure: ADR_COMPILED=0", profile, tmp_path, ADR_COMPILED="0")
+    assert off == pure
