@@ -11,9 +11,9 @@ from collections.abc import Mapping
 
 from consumer._errors import ConsumerError
 from engine import DEFAULT_LATENESS_MS, ParamError
-from runtime import KafkaSettings, RuntimeConfigError, add_kafka_arguments, kafka_settings_from_args
-from runtime.params import add_param_argument, param_overrides
-from runtime.settings import add_settings_arguments, setting, settings_from_args, settings_repr
+from runtime import KafkaSettings, RuntimeConfigError
+from runtime.service import add_service_arguments, service_values
+from runtime.settings import setting, settings_repr
 from schemas import DEFAULT_MAX_AGE_MS, DEFAULT_MAX_FUTURE_MS
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -186,21 +186,14 @@ _EPILOG = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of `adr consume`; each defaults to its environment variable, then Config's."""
-    parser.epilog = _EPILOG
-    add_settings_arguments(parser, Config)
-    add_kafka_arguments(parser)
-    add_param_argument(parser)
+    add_service_arguments(parser, Config, _EPILOG)
 
 
 def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Config:
     """Config from parsed flags over environment variables over the config file over defaults."""
     env = os.environ if environ is None else environ
     try:
-        values = settings_from_args(Config, args, env)
-        values["params"] = param_overrides(
-            getattr(args, "param", []) or [], env, getattr(args, "profile", None)
-        )
-        values["kafka"] = kafka_settings_from_args(args, env)
+        values = service_values(Config, args, env)
     except (ParamError, RuntimeConfigError) as exc:
         raise ConsumerError(str(exc)) from exc
     return Config(**values)

@@ -15,13 +15,16 @@ from collections.abc import Sequence
 
 import redis
 
+from engine import ParamError
 from leaderboard._errors import PlayerNotFound
 from leaderboard.board import Board, Entry, TierTable
+from redis_layout import LayoutError
 from runtime import RuntimeConfigError, connect, redact_text
 from runtime.params import add_param_argument
+from runtime.service import engine_params
 from runtime.settings import add_settings_arguments, setting, settings_from_args, settings_repr
-from tierjob._errors import TierJobError
-from tierjob.config import DEFAULT_REDIS_URL, params_from_args
+
+_DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 
 EXIT_OK = 0
 EXIT_NOT_FOUND = 1
@@ -50,7 +53,7 @@ class _Pool:
     """The rating pool the leaderboard reads."""
 
     redis_url: str = setting(
-        DEFAULT_REDIS_URL, env="REDIS_URL", help="Redis of the rating pool", secret=True
+        _DEFAULT_REDIS_URL, env="REDIS_URL", help="Redis of the rating pool", secret=True
     )
     namespace: str = setting("adr", env="ADR_NAMESPACE", help="the rating pool")
 
@@ -85,9 +88,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         pool = _Pool(**settings_from_args(_Pool, args))
         namespace = pool.namespace
-        params = params_from_args(args, os.environ)
+        params = engine_params(args, os.environ)
         client = connect(pool.redis_url, namespace)
-    except (TierJobError, RuntimeConfigError) as exc:
+    except (ParamError, RuntimeConfigError) as exc:
         print(f"adr leaderboard: {exc}", file=sys.stderr)
         return EXIT_USAGE
     board = Board(client, namespace)
@@ -103,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     except PlayerNotFound as exc:
         print(f"adr leaderboard: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND
-    except (redis.RedisError, TierJobError, ValueError) as exc:
+    except (redis.RedisError, LayoutError, ValueError) as exc:
         print(f"adr leaderboard: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_REDIS
     finally:

@@ -11,9 +11,9 @@ import uuid
 from collections.abc import Mapping
 
 from engine import ParamError, Params
-from runtime import KafkaSettings, RuntimeConfigError, add_kafka_arguments, kafka_settings_from_args
-from runtime.params import add_param_argument, param_overrides
-from runtime.settings import add_settings_arguments, setting, settings_from_args, settings_repr
+from runtime import KafkaSettings, RuntimeConfigError
+from runtime.service import add_service_arguments, service_values
+from runtime.settings import setting, settings_repr
 from tierjob._errors import TierJobError
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -108,29 +108,15 @@ _EPILOG = (
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of `adr calibrate`; each defaults to its environment variable, then Config's."""
-    parser.epilog = _EPILOG
-    add_settings_arguments(parser, Config)
-    add_kafka_arguments(parser)
-    add_param_argument(parser)
-
-
-def params_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> Params:
-    """engine.Params from ADR_PARAMS then --param overrides (the consumer must use the same)."""
-    try:
-        overrides = param_overrides(
-            getattr(args, "param", []) or [], environ, getattr(args, "profile", None)
-        )
-        return Params.from_overrides(overrides)
-    except ParamError as exc:
-        raise TierJobError(str(exc)) from exc
+    add_service_arguments(parser, Config, _EPILOG)
 
 
 def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Config:
     """Config from parsed flags over environment variables over the config file over defaults."""
     env = os.environ if environ is None else environ
     try:
-        values = settings_from_args(Config, args, env)
-        values["kafka"] = kafka_settings_from_args(args, env)
-    except RuntimeConfigError as exc:
+        values = service_values(Config, args, env)
+        values["params"] = Params.from_overrides(values["params"])
+    except (ParamError, RuntimeConfigError) as exc:
         raise TierJobError(str(exc)) from exc
-    return Config(**values, params=params_from_args(args, env))
+    return Config(**values)
