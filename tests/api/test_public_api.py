@@ -90,6 +90,9 @@ def test_exceptions_descend_from_the_documented_root(surfaces, package: str) -> 
         assert root in mro, f"{package}.{name} is not a {root}"
     for name, mro in found["defined"].items():
         assert root in mro, f"{name} is not a {root}"
+        short = name.rpartition(".")[2]
+        if not short.startswith("_"):
+            assert f"`{short}`" in found["doc"], f"the docstring of {package} omits {short}"
 
 
 def test_every_package_is_covered(surfaces) -> None:
