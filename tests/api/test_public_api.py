@@ -106,7 +106,6 @@ def test_every_package_is_covered(surfaces) -> None:
 
 
 ENTRY_POINTS = {"cli", "config", "__main__"}
-OUTSIDE_CODE = ("bench", "tools", "examples", "scripts", "setup.py")
 
 
 def _references(path: Path) -> set[str]:
