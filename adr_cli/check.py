@@ -21,10 +21,16 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from adr_cli._errors import CliError
 from runtime import add_kafka_arguments, kafka_settings_from_args, redact_text
 from runtime.kafka_settings import Broker
-from schemas import Limits, SchemaError, decode_kill_event
-from schemas._limits import DEFAULT_MAX_AGE_MS, DEFAULT_MAX_FUTURE_MS
+from schemas import (
+    DEFAULT_MAX_AGE_MS,
+    DEFAULT_MAX_FUTURE_MS,
+    Limits,
+    SchemaError,
+    decode_kill_event,
+)
 from schemas.vectors.generate import meaning, unpack
 
 EXIT_VALID: Final = 0
@@ -165,7 +171,7 @@ def _read_bytes(name: str) -> bytes:
         return f.read()
 
 
-class _BrokerError(Exception):
+class _BrokerError(CliError):
     """The topic could not be read (no broker, no such topic)."""
 
 

@@ -20,6 +20,7 @@ from typing import IO, Annotated, Any, Final
 import msgpack
 import msgspec
 
+from adr_cli._errors import CliError
 from engine import TIER_LABELS, EngineError, ParamError, Params, RatingBook, Snapshot
 from runtime.params import add_param_argument, param_overrides
 
@@ -43,7 +44,7 @@ class ReplayEvent(msgspec.Struct, frozen=True):
     ts: Annotated[int, msgspec.Meta(ge=0)]
 
 
-class _Malformed(Exception):
+class _Malformed(CliError):
     """A record that is not a kill event; carries the reason."""
 
 

@@ -3,8 +3,9 @@
 The load generator (`adr simulate`) is the `loadgen` package; the leaderboard reader is
 `leaderboard`.
 
-Exceptions: `ConsumerError` (root; bad configuration, and the internal signals of the write-ahead
-such as `RedisBehind`).
+Exceptions: `ConsumerError` (root; bad configuration) ← `CorruptState` (a value read back from
+Redis that does not decode), `RedisBehind` (Redis lost acknowledged writes: the write-ahead
+rewinds to the offsets Redis holds). Both are handled inside the consumer; neither is exported.
 """
 
 from consumer._errors import ConsumerError

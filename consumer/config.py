@@ -10,9 +10,9 @@ import socket
 from collections.abc import Mapping
 
 from consumer._errors import ConsumerError
-from engine import DEFAULT_LATENESS_MS, ParamError
-from runtime import KafkaSettings, RuntimeConfigError
-from runtime.service import add_service_arguments, service_values
+from engine import DEFAULT_LATENESS_MS
+from runtime import KafkaSettings
+from runtime.service import add_service_arguments, service_config
 from runtime.settings import setting, settings_repr
 from schemas import DEFAULT_MAX_AGE_MS, DEFAULT_MAX_FUTURE_MS
 
@@ -191,9 +191,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Config:
     """Config from parsed flags over environment variables over the config file over defaults."""
-    env = os.environ if environ is None else environ
-    try:
-        values = service_values(Config, args, env)
-    except (ParamError, RuntimeConfigError) as exc:
-        raise ConsumerError(str(exc)) from exc
-    return Config(**values)
+    return service_config(Config, args, environ, ConsumerError)

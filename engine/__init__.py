@@ -3,6 +3,8 @@
 No I/O and deterministic: the same events and snapshot schedule give bit-identical state.
 The algorithm is ../shared/seeds/ADR-Algorithm-EN.md as read by adr-reading.md; the exactness
 rules (integer ms, exact σ̄, fsum means, rational quantile index) are in docs/design.md.
+Public modules: params.py (`Params`: Table 9, the names `--param` takes) and profiles.py (the
+named profiles); the others are private, their names re-exported here.
 
 Exceptions: `EngineError` (root) ← `ParamError` (also a ValueError: a bad parameter value).
 """

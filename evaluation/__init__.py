@@ -6,7 +6,7 @@ update. The synthetic stream, the metrics and the report are plain functions ove
 Exceptions: `EvaluationError` (root and only one).
 """
 
-from evaluation.errors import EvaluationError
-from evaluation.systems import RatingSystem
+from evaluation._errors import EvaluationError
+from evaluation._systems import RatingSystem
 
 __all__ = ["EvaluationError", "RatingSystem"]

@@ -16,9 +16,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from evaluation.errors import EvaluationError
-from evaluation.protocol import ProtocolOptions
-from evaluation.stream import OUTCOME_MODELS
+from evaluation._errors import EvaluationError
+from evaluation._protocol import ProtocolOptions
+from evaluation._stream import OUTCOME_MODELS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -37,8 +37,8 @@ def _log(msg: str, level: str = "info", **fields: Any) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The `adr evaluate` flags."""
     from engine import PROFILES
-    from evaluation.suite import SuiteConfig
-    from evaluation.tuning import ALL_SYSTEMS, EXTENSIONS
+    from evaluation._suite import SuiteConfig
+    from evaluation._tuning import ALL_SYSTEMS, EXTENSIONS
 
     d = SuiteConfig()
     parser.epilog = "exit status: 0 report written; 1 a run failed; 2 usage"
@@ -131,8 +131,8 @@ def _overrides(items: list[str]) -> dict[str, str]:
 
 
 def _suite(args: argparse.Namespace) -> Any:
-    from evaluation.suite import QUICK, SuiteConfig
-    from evaluation.tuning import ALL_SYSTEMS
+    from evaluation._suite import QUICK, SuiteConfig
+    from evaluation._tuning import ALL_SYSTEMS
 
     base = QUICK if args.quick else SuiteConfig()
     seeds = base.seeds if args.seeds is None else parse_seeds(args.seeds)
@@ -167,8 +167,8 @@ def _suite(args: argparse.Namespace) -> Any:
 def run(args: argparse.Namespace) -> int:
     """Run the suite and write the report."""
     from engine import EngineError, Params, profile_overrides
-    from evaluation.report import write_report
-    from evaluation.suite import run_suite
+    from evaluation._report import write_report
+    from evaluation._suite import run_suite
 
     started = time.perf_counter()
     try:

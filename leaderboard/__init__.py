@@ -4,7 +4,7 @@ the tier table, read from the Redis keys the consumer and the tier job write (do
 Exceptions: `LeaderboardError` (root) ← `PlayerNotFound` (no such player, or not placed).
 """
 
+from leaderboard._board import Board, Entry, TierTable
 from leaderboard._errors import LeaderboardError, PlayerNotFound
-from leaderboard.board import Board, Entry, TierTable
 
 __all__ = ["Board", "Entry", "LeaderboardError", "PlayerNotFound", "TierTable"]

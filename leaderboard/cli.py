@@ -16,8 +16,8 @@ from collections.abc import Sequence
 import redis
 
 from engine import ParamError
+from leaderboard._board import Board, Entry, TierTable
 from leaderboard._errors import PlayerNotFound
-from leaderboard.board import Board, Entry, TierTable
 from redis_layout import LayoutError
 from runtime import RuntimeConfigError, connect, redact_text
 from runtime.params import add_param_argument

@@ -17,6 +17,7 @@ from runtime._errors import (
     SecretFileError,
     SettingsError,
 )
+from runtime._secrets import env_value, is_secret_key, redact_settings, redact_text, redact_url
 from runtime.kafka_settings import (
     KafkaSettings,
     add_kafka_arguments,
@@ -24,7 +25,6 @@ from runtime.kafka_settings import (
     parse_pairs,
     read_properties,
 )
-from runtime.secrets import env_value, is_secret_key, redact_settings, redact_text, redact_url
 
 __all__ = [
     "KafkaSettings",
@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 if _TYPE_CHECKING:
-    from runtime.redis_connect import RedisUrlError, connect, pool_slot
+    from runtime._redis_connect import RedisUrlError, connect, pool_slot
 
 _LAZY = {"RedisUrlError", "connect", "pool_slot"}
 
@@ -55,7 +55,7 @@ _LAZY = {"RedisUrlError", "connect", "pool_slot"}
 def __getattr__(name: str) -> object:
     if name not in _LAZY:
         raise AttributeError(f"module 'runtime' has no attribute {name!r}")
-    from runtime import redis_connect
+    from runtime import _redis_connect as redis_connect
 
     value = getattr(redis_connect, name)
     globals()[name] = value

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from runtime._errors import KafkaSettingsError
-from runtime.secrets import redact_settings
+from runtime._secrets import redact_settings
 from runtime.settings import add_settings_arguments, key_values, setting, settings_from_args
 
 DEFAULT_BOOTSTRAP: Final = "127.0.0.1:9092"

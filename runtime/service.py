@@ -6,10 +6,12 @@ parameters the same way, so that all three read one pool alike."""
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
-from engine import Params
+from engine import ParamError, Params
+from runtime._errors import RuntimeConfigError
 from runtime.kafka_settings import add_kafka_arguments, kafka_settings_from_args
 from runtime.params import add_param_argument, param_overrides
 from runtime.settings import add_settings_arguments, settings_from_args
@@ -34,6 +36,31 @@ def service_values(
     values["kafka"] = kafka_settings_from_args(args, environ)
     values["params"] = param_overrides_from_args(args, environ)
     return values
+
+
+_Settings = TypeVar("_Settings")
+
+
+def service_config(
+    settings: type[_Settings],
+    args: argparse.Namespace,
+    environ: Mapping[str, str] | None,
+    error: type[Exception],
+    *,
+    engine_params: bool = False,
+) -> _Settings:
+    """`settings` from parsed flags over environment variables (`os.environ` when None) over the
+    config file over defaults. A value that cannot be read raises `error`, the service's root
+    exception, with the reason. With `engine_params`, `params` is checked into engine.Params
+    here; otherwise it stays the NAME -> VALUE overrides."""
+    env = os.environ if environ is None else environ
+    try:
+        values = service_values(settings, args, env)
+        if engine_params:
+            values["params"] = Params.from_overrides(values["params"])
+    except (ParamError, RuntimeConfigError) as exc:
+        raise error(str(exc)) from exc
+    return settings(**values)
 
 
 def param_overrides_from_args(

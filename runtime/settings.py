@@ -10,7 +10,7 @@ field's annotation (`str`, `int`, `float`, or one of them `| None`). Fields made
     Config(**values, params=..., kafka=...)
 
 Precedence, per setting: the flag, else the environment variable (or the file its `NAME_FILE`
-names: runtime.secrets.env_value), else the TOML file given by `--config FILE` or
+names: runtime._secrets.env_value), else the TOML file given by `--config FILE` or
 `ADR_CONFIG_FILE` (keys are the field names, e.g. `batch_size = 500`), else the field's default.
 An environment variable set to the empty string counts as unset, as an empty `NAME_FILE` does.
 A bad flag value is argparse's usage error (exit 2). An environment value that does not parse,
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from runtime._errors import SettingsError
-from runtime.secrets import FILE_SUFFIX, MASK, env_value, redact_url
+from runtime._secrets import FILE_SUFFIX, MASK, env_value, redact_url
 
 CONFIG_FILE_ENV: Final = "ADR_CONFIG_FILE"
 _META: Final = "adr.setting"

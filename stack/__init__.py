@@ -1,7 +1,9 @@
 """Local Kafka (KRaft, jars from Maven Central) and redis-server without Docker.
 
 ``adr stack up|down|status`` runs them for people; :class:`SessionServers` finds or starts them
-for test sessions; ``adr demo`` runs the whole pipeline on them.
+for test sessions; ``adr demo`` runs the whole pipeline on them (demo.py). Public modules for
+tests: testing.py (the pytest fixtures tests/conftest.py imports) and secured.py (TLS, Sentinel
+and Cluster deployments of Redis).
 
 Exceptions: `StackError` (root and only one: a server that cannot be provisioned or started).
 """

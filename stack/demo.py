@@ -53,8 +53,9 @@ class _Child:
     log: Path
 
 
-class _Stop(Exception):
-    """Raised in the main loop by SIGTERM/SIGHUP, like KeyboardInterrupt is by SIGINT."""
+class _Stop(BaseException):
+    """Raised in the main loop by SIGTERM/SIGHUP, like KeyboardInterrupt is by SIGINT (and like
+    it not an Exception, so that no `except Exception` on the way swallows the stop)."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

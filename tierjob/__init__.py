@@ -6,12 +6,17 @@ Exceptions: `TierJobError` (root) ← `StateError` (Redis holds what cannot be r
 `PublishError` (the topic missed a message), `LeaseLost`, `SnapshotMovedOn`.
 """
 
+from tierjob._calibration import CalibrationResult, Calibrator
 from tierjob._errors import PublishError, StateError, TierJobError
-from tierjob.calibration import CalibrationResult, Calibrator
+from tierjob._lease import Lease
+from tierjob._population import LeaseLost, Population, PopulationReader
+from tierjob._publish import (
+    RedisPublisher,
+    SnapshotMovedOn,
+    TopicPublisher,
+    tier_boundaries_message,
+)
 from tierjob.config import Config
-from tierjob.lease import Lease
-from tierjob.population import LeaseLost, Population, PopulationReader
-from tierjob.publish import RedisPublisher, SnapshotMovedOn, TopicPublisher, tier_boundaries_message
 
 __all__ = [
     "CalibrationResult",

@@ -16,13 +16,15 @@ from __future__ import annotations
 import struct
 from typing import Final
 
+from tierjob._errors import TierJobError
+
 RDB_TYPE_ZSET_2: Final = 5
 _TRAILER: Final = 10  # RDB version (2) + CRC64 (8)
 _DOUBLE: Final = struct.Struct("<d")
 _ENC_INT8, _ENC_INT16, _ENC_INT32, _ENC_LZF = 0, 1, 2, 3
 
 
-class _Unknown(Exception):
+class _Unknown(TierJobError):
     """A payload this reader does not know how to walk."""
 
 

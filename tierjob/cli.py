@@ -22,11 +22,11 @@ from confluent_kafka import KafkaException
 
 from runtime import RuntimeConfigError, connect, redact_text
 from runtime import logs as _log
+from tierjob._calibration import CalibrationResult, Calibrator
 from tierjob._errors import TierJobError
-from tierjob.calibration import CalibrationResult, Calibrator
+from tierjob._metrics import Metrics
+from tierjob._publish import TopicPublisher
 from tierjob.config import Config, add_arguments, from_args
-from tierjob.metrics import Metrics
-from tierjob.publish import TopicPublisher
 
 __all__ = ["add_arguments", "run"]  # what adr_cli.main calls
 

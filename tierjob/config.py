@@ -10,9 +10,9 @@ import socket
 import uuid
 from collections.abc import Mapping
 
-from engine import ParamError, Params
-from runtime import KafkaSettings, RuntimeConfigError
-from runtime.service import add_service_arguments, service_values
+from engine import Params
+from runtime import KafkaSettings
+from runtime.service import add_service_arguments, service_config
 from runtime.settings import setting, settings_repr
 from tierjob._errors import TierJobError
 
@@ -113,10 +113,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Config:
     """Config from parsed flags over environment variables over the config file over defaults."""
-    env = os.environ if environ is None else environ
-    try:
-        values = service_values(Config, args, env)
-        values["params"] = Params.from_overrides(values["params"])
-    except (ParamError, RuntimeConfigError) as exc:
-        raise TierJobError(str(exc)) from exc
-    return Config(**values)
+    return service_config(Config, args, environ, TierJobError, engine_params=True)

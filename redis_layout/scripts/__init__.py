@@ -4,7 +4,8 @@
 consumer._store). The others are the tier job's, and every write they make is fenced by its
 lease: a replica that paused past its lease's expiry finds another holder's id in the lease key,
 so its scripts change nothing (they answer NOT_HOLDER), and it cannot prune or overwrite a newer
-snapshot. `Fenced` calls them with their keys and arguments in order.
+snapshot. `Fenced` calls them with their keys and arguments in order. `AROUND` is the
+leaderboard reader's (read-only).
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ PRUNE_STEP: Final = _source("prune_step.lua")
 DROP_INACTIVE: Final = _source("drop_inactive.lua")
 ADD_ACTIVE: Final = _source("add_active.lua")
 PUBLISH: Final = _source("publish.lua")
+AROUND: Final = _source("around.lua")
+"""The leaderboard reader's read of the players around one (read-only, not fenced)."""
 
 NOT_HOLDER: Final = -1
 """What a fenced script answers when the lease is not (or no longer) ours."""

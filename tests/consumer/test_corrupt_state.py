@@ -154,7 +154,7 @@ def test_the_tier_job_replaces_a_corrupt_snapshot_instead_of_failing_every_run(
     from redis_layout import decode_snapshot
     from tierjob import Calibrator
     from tierjob import Config as TierConfig
-    from tierjob.metrics import Metrics as TierMetrics
+    from tierjob._metrics import Metrics as TierMetrics
 
     ns, keys, client = S.rating_pool(redis_url, unique_name)
     client.hset(

@@ -88,7 +88,7 @@ def test_the_kafka_loggers_throttle_an_outage_worth_of_lines(
     """200 identical failures in a burst (5 s of librdkafka reconnecting) leave one line."""
     # Each module attaches the throttle to its Kafka logger when imported.
     import loadgen.cli  # noqa: F401
-    import tierjob.publish  # noqa: F401
+    import tierjob._publish  # noqa: F401
 
     logger = logging.getLogger(name)
     assert kafka_logger(name) is logger  # asking again attaches no second throttle

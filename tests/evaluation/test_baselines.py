@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evaluation.elo import Elo, FideElo, MobaElo, MobaLadder, UscfElo
-from evaluation.glicko2 import Glicko2, GlickoRating, rate_period, win_probability
-from evaluation.systems import RatingSystem
-from evaluation.trueskill_system import TrueSkill, make_environment
+from evaluation._elo import Elo, FideElo, MobaElo, MobaLadder, UscfElo
+from evaluation._glicko2 import Glicko2, GlickoRating, rate_period, win_probability
+from evaluation._systems import RatingSystem
+from evaluation._trueskill_system import TrueSkill, make_environment
 
 DAY = 86_400_000
 

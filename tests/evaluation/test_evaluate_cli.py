@@ -13,9 +13,9 @@ import pytest
 
 from adr_cli.main import main
 from engine import Params, RatingBook
-from evaluation.adr_system import AdrSystem
+from evaluation._adr_system import AdrSystem
+from evaluation._systems import RatingSystem
 from evaluation.cli import parse_seeds
-from evaluation.systems import RatingSystem
 
 DAY = 86_400_000
 
@@ -147,7 +147,7 @@ def test_seeds_flag_takes_a_count_or_a_list() -> None:
 
 
 def test_the_report_says_whether_the_recommended_profile_reaches_the_goal() -> None:
-    from evaluation.report import _goal
+    from evaluation._report import _goal
 
     def system(mean: float, lo: float, hi: float) -> dict[str, Any]:
         return {"ci": {"log_loss": {"mean": mean, "lo": lo, "hi": hi, "n": 10}}}

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evaluation.errors import EvaluationError
-from evaluation.intervals import bootstrap_interval, t_interval, t_quantile_975
+from evaluation._errors import EvaluationError
+from evaluation._intervals import bootstrap_interval, t_interval, t_quantile_975
 
 finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False, allow_infinity=False)
 

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evaluation.errors import EvaluationError
-from evaluation.metrics import (
+from evaluation._errors import EvaluationError
+from evaluation._metrics import (
     auc,
     average_ranks,
     brier,

@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from evaluation.adr_system import AdrSystem
-from evaluation.elo import Elo
-from evaluation.glicko2 import Glicko2
-from evaluation.protocol import ProtocolOptions, run_protocol
-from evaluation.stream import StreamConfig, generate
+from evaluation._adr_system import AdrSystem
+from evaluation._elo import Elo
+from evaluation._glicko2 import Glicko2
+from evaluation._protocol import ProtocolOptions, run_protocol
+from evaluation._stream import StreamConfig, generate
 
 CFG = StreamConfig(seed=5, players=30, events=2_000, days=200)
 

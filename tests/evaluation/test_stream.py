@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from evaluation.errors import EvaluationError
-from evaluation.stream import DAY_MS, StreamConfig, generate, organic_stream, outcome_probability
+from evaluation._errors import EvaluationError
+from evaluation._stream import DAY_MS, StreamConfig, generate, organic_stream, outcome_probability
 
 SMALL = StreamConfig(seed=7, players=60, events=6_000, days=200)
 

@@ -15,7 +15,7 @@ import redis
 
 from consumer.config import Config
 from engine import Params
-from leaderboard.board import Board, Entry
+from leaderboard._board import Board, Entry
 from redis_layout import Keys
 from schemas import kill_event
 from tests.consumer import consumer_support as S

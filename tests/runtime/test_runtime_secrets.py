@@ -1,4 +1,4 @@
-"""runtime.secrets: passwords never shown; secrets read from `*_FILE` (Secret volumes)."""
+"""runtime._secrets: passwords never shown; secrets read from `*_FILE` (Secret volumes)."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from prometheus_client import generate_latest
 from engine import Params
 from redis_layout import Keys
 from tierjob import Calibrator, Config
-from tierjob.metrics import Metrics
+from tierjob._metrics import Metrics
 
 
 def test_metrics_expose_the_published_snapshot(redis_client: redis.Redis, unique_name) -> None:  # type: ignore[no-untyped-def]

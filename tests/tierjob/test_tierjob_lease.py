@@ -12,8 +12,8 @@ from _tierjob_support import T0, expected_snapshot, player, write_players
 from engine import Params, PlayerState
 from redis_layout import Keys, decode_snapshot
 from tierjob import Calibrator, Config, LeaseLost, SnapshotMovedOn
-from tierjob.population import PopulationReader
-from tierjob.publish import RedisPublisher
+from tierjob._population import PopulationReader
+from tierjob._publish import RedisPublisher
 
 PARAMS = Params()
 

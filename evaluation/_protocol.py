@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from engine import Params, Snapshot, h_down_next, h_up_next, take_snapshot, tier_of
-from evaluation.stream import DAY_MS, Stream
-from evaluation.systems import RatingSystem
+from evaluation._stream import DAY_MS, Stream
+from evaluation._systems import RatingSystem
 
 HOUR_MS = 3_600_000
 
@@ -140,7 +140,7 @@ def run_protocol(
             sd_cache = (at, sd if sd > 0 else 1.0)
         return sd_cache[1]
 
-    from evaluation.stream import Event  # local: keeps the hot loop's globals short
+    from evaluation._stream import Event  # local: keeps the hot loop's globals short
 
     ev: Event
     for k, ev in enumerate(events):
@@ -320,7 +320,7 @@ def _sample(
 
 
 def _spearman(ratings: np.ndarray, hidden: list[float]) -> float:
-    from evaluation.metrics import spearman
+    from evaluation._metrics import spearman
 
     return spearman(ratings.tolist(), hidden)
 

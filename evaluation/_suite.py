@@ -16,24 +16,24 @@ from typing import Any
 import numpy as np
 
 from engine import Params
-from evaluation.illustrations import (
+from evaluation._illustrations import (
     PAPER_10_6,
     ReturnSetup,
     prediction_quality,
     prediction_quality_config,
     returning_player,
 )
-from evaluation.intervals import t_interval
-from evaluation.metrics import (
+from evaluation._intervals import t_interval
+from evaluation._metrics import (
     auc,
     brier,
     calibration_curve,
     expected_calibration_error,
     log_loss,
 )
-from evaluation.protocol import Followed, ProtocolOptions, SystemResult, run_protocol
-from evaluation.stream import OUTCOME_MODELS, StreamConfig, generate
-from evaluation.tuning import (
+from evaluation._protocol import Followed, ProtocolOptions, SystemResult, run_protocol
+from evaluation._stream import OUTCOME_MODELS, StreamConfig, generate
+from evaluation._tuning import (
     DEFAULT_SYSTEMS,
     EXTENSIONS,
     GRIDS,

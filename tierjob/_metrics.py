@@ -8,7 +8,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from engine import TIER_LABELS
 from runtime.http import serve_probes
-from tierjob.calibration import CalibrationResult
+from tierjob._calibration import CalibrationResult
 
 _DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evaluation.errors import EvaluationError
+from evaluation._errors import EvaluationError
 
 # Probabilities are clipped this far from 0 and 1 before the log: a system that predicts exactly
 # 0 or 1 and is wrong scores log(1e-15) ≈ 34.5 nats for that event instead of infinity.

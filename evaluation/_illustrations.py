@@ -14,12 +14,12 @@ import msgspec
 import numpy as np
 
 from engine import Params, PlayerState, initial_snapshot, new_player, rate_kill, sigma_units
-from evaluation.elo import Elo
-from evaluation.glicko2 import GlickoRating, rate_period
-from evaluation.metrics import auc, log_loss
-from evaluation.stream import DAY_MS, EPOCH_MS, SECOND_MS, StreamConfig, generate, organic_stream
-from evaluation.systems import RatingSystem
-from evaluation.trueskill_system import TS_MU, TS_SIGMA, make_environment
+from evaluation._elo import Elo
+from evaluation._glicko2 import GlickoRating, rate_period
+from evaluation._metrics import auc, log_loss
+from evaluation._stream import DAY_MS, EPOCH_MS, SECOND_MS, StreamConfig, generate, organic_stream
+from evaluation._systems import RatingSystem
+from evaluation._trueskill_system import TS_MU, TS_SIGMA, make_environment
 
 PAPER_10_6 = {"adr": 1197.93, "elo-k32": 1166.94, "glicko2": 1077.40, "trueskill": 31.52}
 

@@ -12,15 +12,15 @@ import redis
 from engine import TIER_LABELS, Snapshot, take_snapshot
 from redis_layout import CorruptValue, Keys, decode_snapshot
 from tierjob._errors import PublishError, StateError
-from tierjob.config import Config
-from tierjob.lease import Lease
-from tierjob.population import LeaseLost, Population, PopulationReader
-from tierjob.publish import (
+from tierjob._lease import Lease
+from tierjob._population import LeaseLost, Population, PopulationReader
+from tierjob._publish import (
     RedisPublisher,
     SnapshotMovedOn,
     TopicPublisher,
     tier_boundaries_message,
 )
+from tierjob.config import Config
 
 Outcome = Literal["published", "not_holder", "lease_lost", "moved_on"]
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from evaluation.errors import EvaluationError
+from evaluation._errors import EvaluationError
 
 DAY_MS = 86_400_000
 OUTCOME_MODELS = ("logistic", "arctan", "probit")

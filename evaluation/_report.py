@@ -7,8 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from evaluation import plots
-from evaluation.tuning import describe
+from evaluation import _plots as plots
+from evaluation._tuning import describe
 
 
 def _f(value: float | None, digits: int = 3) -> str:

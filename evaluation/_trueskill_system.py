@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from evaluation.errors import EvaluationError
+from evaluation._errors import EvaluationError
 
 try:
     import trueskill as _ts

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from evaluation.systems import logistic10
+from evaluation._systems import logistic10
 
 ELO_SCALE = 400.0
 ELO_INITIAL = 1500.0

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evaluation.errors import EvaluationError
+from evaluation._errors import EvaluationError
 
 # t_{0.975, df} for df = 1..30.
 _T975 = (

@@ -13,17 +13,7 @@ import redis
 
 from engine import TIER_LABELS
 from leaderboard._errors import PlayerNotFound
-from redis_layout import Keys
-
-_AROUND = """
--- KEYS[1] lb; ARGV[1] player, ARGV[2] k.  {rank0, {member, score, ...}} or false.
-local r = redis.call('ZREVRANK', KEYS[1], ARGV[1])
-if not r then return false end
-local k = tonumber(ARGV[2])
-local lo = r - k
-if lo < 0 then lo = 0 end
-return {r, redis.call('ZREVRANGE', KEYS[1], lo, r + k, 'WITHSCORES')}
-"""
+from redis_layout import Keys, scripts
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -59,7 +49,7 @@ class Board:
     def __init__(self, client: redis.Redis, namespace: str) -> None:
         self._r = client
         self._keys = Keys.of(namespace)
-        self._around = client.register_script(_AROUND)
+        self._around = client.register_script(scripts.AROUND)
 
     def top(self, n: int) -> list[Entry]:
         """The n best placed players."""

@@ -33,7 +33,7 @@ from runtime import KafkaSettings
 from runtime.logs import kafka_logger
 from schemas import encode_tier_boundaries, tier_boundaries
 from tierjob._errors import PublishError, TierJobError
-from tierjob.population import LeaseLost
+from tierjob._population import LeaseLost
 
 KAFKA_LOG: Final = kafka_logger("adr.tierjob.kafka")
 _SEND_ATTEMPTS: Final = 3

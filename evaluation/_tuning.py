@@ -14,11 +14,11 @@ from collections.abc import Callable
 from typing import Any
 
 from engine import Params, profile_overrides
-from evaluation.adr_system import AdrSystem
-from evaluation.elo import Elo, FideElo, MobaElo, MobaLadder, UscfElo
-from evaluation.glicko2 import Glicko2
-from evaluation.systems import RatingSystem
-from evaluation.trueskill_system import TS_SIGMA, TrueSkill
+from evaluation._adr_system import AdrSystem
+from evaluation._elo import Elo, FideElo, MobaElo, MobaLadder, UscfElo
+from evaluation._glicko2 import Glicko2
+from evaluation._systems import RatingSystem
+from evaluation._trueskill_system import TS_SIGMA, TrueSkill
 
 GRIDS: dict[str, list[dict[str, float]]] = {
     "elo": [{"k": k} for k in (10.0, 16.0, 24.0, 32.0, 40.0)],

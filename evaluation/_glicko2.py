@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from evaluation.errors import EvaluationError
+from evaluation._errors import EvaluationError
 
 GLICKO_SCALE = 173.7178
 DAY_MS = 86_400_000

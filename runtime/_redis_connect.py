@@ -30,7 +30,7 @@ from redis.crc import key_slot
 from redis.sentinel import Sentinel
 
 from runtime._errors import RuntimeConfigError
-from runtime.secrets import redact_url
+from runtime._secrets import redact_url
 
 SENTINEL_SCHEME: Final = "redis+sentinel"
 CLUSTER_SCHEME: Final = "redis+cluster"

@@ -1,0 +1,9 @@
+-- KEYS: lb.  ARGV: player, k.  The leaderboard reader's "around": the player's 0-based rank in
+-- lb (best first) and the members with scores from k above to k below it, in one atomic read:
+-- {rank0, {member, score, ...}}, or false if the player is not placed.
+local r = redis.call('ZREVRANK', KEYS[1], ARGV[1])
+if not r then return false end
+local k = tonumber(ARGV[2])
+local lo = r - k
+if lo < 0 then lo = 0 end
+return {r, redis.call('ZREVRANGE', KEYS[1], lo, r + k, 'WITHSCORES')}
