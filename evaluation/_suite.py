@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import multiprocessing
 import statistics
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
@@ -411,7 +412,10 @@ def run_suite(
     main: dict[str, dict[str, list[dict[str, Any]]]] = {}
     long_runs: dict[str, list[dict[str, Any]]] = {}
     pq: dict[str, list[dict[str, Any]]] = {}
-    with ProcessPoolExecutor(max_workers=max(1, jobs)) as pool:
+    # forkserver, not fork: a fork of a process with other threads running (librdkafka's, when
+    # the evaluation runs inside a larger process such as the test suite) can die in the child.
+    context = multiprocessing.get_context("forkserver")
+    with ProcessPoolExecutor(max_workers=max(1, jobs), mp_context=context) as pool:
         # Phase 1: the tuning grids (their choice feeds the tuned systems), and meanwhile the
         # untuned systems and §10.7.
         tune_futs: dict[Future[float], tuple[str, str, int]] = {}
