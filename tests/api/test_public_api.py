@@ -130,13 +130,18 @@ def _references(path: Path) -> set[str]:
     return found
 
 
+_NOT_CODE = frozenset({"tests", "build", "dist"})
+"""Top folders whose .py files are not the project's code: tests, and the copies a wheel build
+leaves in build/ (setup.py) or dist/."""
+
+
 @pytest.fixture(scope="module")
 def references() -> dict[str, set[str]]:
     """Module name -> the top folders (or files) of the code that references it, tests aside."""
     refs: dict[str, set[str]] = {}
     for path in sorted(REPO.rglob("*.py")):
         rel = path.relative_to(REPO)
-        if rel.parts[0] == "tests" or rel.parts[0].startswith("."):
+        if rel.parts[0] in _NOT_CODE or rel.parts[0].startswith("."):
             continue
         for name in _references(path):
             refs.setdefault(name, set()).add(rel.parts[0])
