@@ -126,6 +126,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--rating-topic", default="rating-changes", help="name of the rating-changes topic")
     add("--tier-topic", default="tier-boundaries", help="name of the tier-boundaries topic")
     add("--dlq-topic", default="kill-events-dlq", help="name of the dead-letter topic")
+    add("--timeout-s", type=float, default=_TIMEOUT_S,
+        help=f"how long to wait for each broker answer (default {_TIMEOUT_S:g})")  # fmt: skip
     add_kafka_arguments(parser)
 
 
@@ -138,11 +140,15 @@ def run(args: argparse.Namespace) -> int:
     if args.partitions < 1 or args.replication_factor < 1 or args.consumer_replicas < 0:
         print("adr topics: partitions and replication must be >= 1", file=sys.stderr)
         return EXIT_USAGE
+    if not args.timeout_s > 0:
+        print("adr topics: --timeout-s must be > 0", file=sys.stderr)
+        return EXIT_USAGE
+    timeout = args.timeout_s
     try:
         bootstrap = Broker.from_args(args).bootstrap_servers
         kafka = kafka_settings_from_args(args)
         admin = AdminClient(kafka.apply({}, {"bootstrap.servers": bootstrap}))
-        states = _describe(admin, specs(args))
+        states = _describe(admin, specs(args), timeout)
     except RuntimeConfigError as exc:
         print(f"adr topics: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -154,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
         state = states.get(spec.name)
         status = "ok"
         if state is None and args.action == "create":
-            error = _create(admin, spec)
+            error = _create(admin, spec, timeout)
             if error:
                 print(
                     json.dumps(
@@ -163,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
                 )
                 failed = True
                 continue
-            state = _describe_created(admin, spec)
+            state = _describe_created(admin, spec, timeout)
             status = "created"
         found = problems(spec, state, args.consumer_replicas)
         if found:
@@ -175,16 +181,16 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_MISMATCH if failed else EXIT_OK
 
 
-def _describe(admin: Any, wanted: list[TopicSpec]) -> dict[str, TopicState]:
+def _describe(admin: Any, wanted: list[TopicSpec], timeout: float) -> dict[str, TopicState]:
     from confluent_kafka.admin import ConfigResource  # type: ignore[attr-defined]
 
-    metadata = admin.list_topics(timeout=_TIMEOUT_S)
+    metadata = admin.list_topics(timeout=timeout)
     present = [s.name for s in wanted if s.name in metadata.topics]
     resources = [ConfigResource("topic", name) for name in present]
     configs = admin.describe_configs(resources) if resources else {}
     states = {}
     for resource, future in configs.items():
-        entries = future.result(timeout=_TIMEOUT_S)
+        entries = future.result(timeout=timeout)
         topic = metadata.topics[resource.name]
         states[resource.name] = TopicState(
             partitions=len(topic.partitions),
@@ -194,28 +200,28 @@ def _describe(admin: Any, wanted: list[TopicSpec]) -> dict[str, TopicState]:
     return states
 
 
-def _describe_created(admin: Any, spec: TopicSpec) -> TopicState | None:
+def _describe_created(admin: Any, spec: TopicSpec, timeout: float) -> TopicState | None:
     """The new topic's state, once the broker's metadata lists it (it lags the create reply)."""
     import time
 
-    deadline = time.monotonic() + _TIMEOUT_S
+    deadline = time.monotonic() + timeout
     while True:
-        state = _describe(admin, [spec]).get(spec.name)
+        state = _describe(admin, [spec], timeout).get(spec.name)
         if state is not None or time.monotonic() > deadline:
             return state
         time.sleep(0.1)
 
 
-def _create(admin: Any, spec: TopicSpec) -> str:
+def _create(admin: Any, spec: TopicSpec, timeout: float) -> str:
     """Create `spec`; '' on success, else the broker's reason."""
     from confluent_kafka import KafkaException
     from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
 
     topic = NewTopic(spec.name, num_partitions=spec.partitions,
                      replication_factor=spec.replication, config=dict(spec.config))  # fmt: skip
-    future = admin.create_topics([topic], operation_timeout=_TIMEOUT_S)[spec.name]
+    future = admin.create_topics([topic], operation_timeout=timeout)[spec.name]
     try:
-        future.result(timeout=_TIMEOUT_S)
+        future.result(timeout=timeout)
     except KafkaException as exc:
         return str(exc.args[0].str() if exc.args else exc)
     return ""

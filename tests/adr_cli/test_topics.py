@@ -98,6 +98,12 @@ def test_a_hand_made_topic_with_the_wrong_settings_is_reported(
 def test_no_broker_is_exit_3() -> None:
     names = {role: role for role in ("kill", "rating", "tier", "dlq")}
     code, _, err = _adr_topics(
-        "127.0.0.1:1", "check", names, "--kafka-config", "socket.timeout.ms=2000"
+        "127.0.0.1:1",
+        "check",
+        names,
+        "--kafka-config",
+        "socket.timeout.ms=2000",
+        "--timeout-s",
+        "3",
     )
     assert code == 3, err

@@ -108,7 +108,8 @@ def test_a_wrong_password_or_a_missing_certificate_is_refused_without_showing_it
     wrong = broker.sasl_settings(USER, PASSWORD + "-wrong")
     wrong["socket.timeout.ms"] = "5000"
     flags = [f"--kafka-config={k}={v}" for k, v in wrong.items()]
-    done = _adr("topics", "check", "--bootstrap-servers", broker.sasl_bootstrap, *flags)
+    done = _adr("topics", "check", "--bootstrap-servers", broker.sasl_bootstrap, *flags,
+                "--timeout-s", "8")  # fmt: skip
     assert done.returncode == 3, done.stderr
     assert PASSWORD not in done.stderr + done.stdout
 
@@ -116,5 +117,5 @@ def test_a_wrong_password_or_a_missing_certificate_is_refused_without_showing_it
     no_cert = {k: v for k, v in no_cert.items() if "ssl.key" not in k}
     flags = [f"--kafka-config={k}={v}" for k, v in no_cert.items()]
     done = _adr("topics", "check", "--bootstrap-servers", broker.mtls_bootstrap, *flags,
-                "--kafka-config", "socket.timeout.ms=5000")  # fmt: skip
+                "--kafka-config", "socket.timeout.ms=5000", "--timeout-s", "8")  # fmt: skip
     assert done.returncode == 3, done.stderr

@@ -267,7 +267,7 @@ _step = st.tuples(
 
 
 @settings(
-    max_examples=80,
+    max_examples=40,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
 )
