@@ -110,8 +110,13 @@ EXTENSIONS: dict[str, tuple[str, dict[str, str]]] = {
     ),
     "adr-recommended": (
         "ADR, --profile recommended: bound_return_decay, zero_sum_update, floor_margin = 120, "
-        "repeat_window = 600 s, decay_grace = 7 days and θ = 100",
+        "repeat_window = 600 s, decay_grace = 7 days, logistic_link and θ = 150",
         profile_overrides("recommended"),
+    ),
+    "adr-recommended-arctan": (
+        "the recommended profile with the paper's arctangent link at θ = 100 (the profile "
+        "before logistic_link: what the link adds)",
+        {**profile_overrides("recommended"), "logistic_link": "0", "theta": "100"},
     ),
     "adr-recommended-theta400": (
         "the recommended profile with the paper's θ = 400 (what θ = 100 adds)",
