@@ -29,7 +29,7 @@ def p_ab_logistic(mu_a: float, mu_b: float, d: float) -> float:
     the arctangent's 1 − P falls only as D/(π·Δμ), so against much weaker players it keeps
     predicting upsets that do not happen (docs/evaluation.md). Written so that e^x never
     overflows: e^−z for z ≥ 0, and e^z/(1 + e^z) for z < 0; P(b kills a) = 1 − P(a kills b)
-    to the rounding of one subtraction."""
+    to a few ulps (z for b is exactly −z for a; exp, + and / each round once)."""
     z = LOGISTIC_SLOPE * ((mu_a - mu_b) / d)
     if z >= 0.0:
         return 1.0 / (1.0 + math.exp(-z))
