@@ -22,7 +22,7 @@ from engine._decay import (
 from engine._errors import EngineError, ParamError
 from engine._kill import KillOutcome, predict, rate_kill
 from engine._learning_rate import eta, eta_base, eta_streak, eta_trend, eta_vol, window_mean
-from engine._outcome import diffusion, p_ab
+from engine._outcome import diffusion, outcome_probability, p_ab, p_ab_logistic
 from engine._sigma import sigma_mean, sigma_units
 from engine._snapshot import (
     activity_time,
@@ -96,7 +96,9 @@ __all__ = [
     "is_duplicate",
     "is_returning",
     "new_player",
+    "outcome_probability",
     "p_ab",
+    "p_ab_logistic",
     "phi_next",
     "pool_regular",
     "pool_returning",

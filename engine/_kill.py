@@ -15,7 +15,7 @@ import msgspec
 from engine._cooldown import repeat_weight
 from engine._decay import bounded_return_decay, decay_mu, decay_sigma, gap_days, is_returning
 from engine._learning_rate import eta, window_mean
-from engine._outcome import diffusion, p_ab
+from engine._outcome import diffusion, outcome_probability
 from engine._sigma import sigma_mean, sigma_units
 from engine._state import PlayerState, Snapshot
 from engine._tiers import tier_step
@@ -68,7 +68,8 @@ def kill_probability(
     count: int,
     params: Params,
 ) -> float:
-    """P_ab with σ̄ over all tracked players, a and b at their post-decay σ (§3, step 6).
+    """P_ab with σ̄ over all tracked players, a and b at their post-decay σ (§3, step 6), under
+    the configured link (the paper's arctangent unless `logistic_link`).
 
     `stored_units_*` are sigma_units of a's and b's stored (pre-decay) σ, as counted in S."""
     units = (
@@ -78,7 +79,8 @@ def kill_probability(
         + sigma_units(sigma_b, params)
         - stored_units_b
     )
-    return p_ab(mu_a, mu_b, diffusion(sigma_mean(units, count, params), params))
+    d = diffusion(sigma_mean(units, count, params), params)
+    return outcome_probability(mu_a, mu_b, d, params)
 
 
 def prediction(

@@ -82,6 +82,7 @@ class Params:
     floor_margin: float = 0.0  # > 0: a fall at d above μ_min is scaled by min(1, d/floor_margin)
     repeat_window: float = 0.0  # seconds; > 0: a pair's repeat kill moves μ by min(1, gap/window)
     decay_grace: float = 0.0  # days; > 0: §5 decay and σ drift act on max(0, gap − decay_grace)
+    logistic_link: float = 0.0  # 1: P_ab = 1/(1 + e^−z), z = (4/π)(μ_a − μ_b)/D, not the arctan
 
     # Derived once (exact integers / fractions), never set by callers.
     cooldown_ms: int = dataclasses.field(init=False, repr=False, compare=False)
@@ -216,6 +217,7 @@ def _validate(p: Params) -> None:
         (p.floor_margin == 0 or p.floor_margin > p.delta_max, "floor_margin 0 or > delta_max"),
         (p.repeat_window >= 0, "repeat_window >= 0"),
         (p.decay_grace >= 0, "decay_grace >= 0"),
+        (p.logistic_link in (0, 1), "logistic_link is 0 or 1"),
     ]
     for ok, rule in rules:
         if not ok:

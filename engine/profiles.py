@@ -23,7 +23,8 @@ PROFILES: Mapping[str, Mapping[str, str]] = MappingProxyType(
                 "floor_margin": "120",  # falls near μ_min shrink: nobody parks on the floor
                 "repeat_window": "600",  # a pair's repeat kill weighs gap/600 s
                 "decay_grace": "7",  # no §5 decay for gaps up to t_active (7 days)
-                "theta": "100",  # chosen on the tuning seed with the switches above on
+                "logistic_link": "1",  # P_ab with light tails, the arctangent's slope at 1/2
+                "theta": "150",  # chosen on the tuning seeds with the switches above on
             }
         ),
     }

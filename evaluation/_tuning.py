@@ -103,10 +103,20 @@ EXTENSIONS: dict[str, tuple[str, dict[str, str]]] = {
         "ADR + decay_grace = 7 days (the §5 decay acts on max(0, gap − 7 days))",
         {"decay_grace": "7"},
     ),
+    "adr-logistic-link": (
+        "ADR + logistic_link = 1 (P_ab = 1/(1 + e^−z), z = (4/π)(μ_a − μ_b)/D: the arctangent's "
+        "slope at 1/2, light tails)",
+        {"logistic_link": "1"},
+    ),
     "adr-recommended": (
         "ADR, --profile recommended: bound_return_decay, zero_sum_update, floor_margin = 120, "
-        "repeat_window = 600 s, decay_grace = 7 days and θ = 100",
+        "repeat_window = 600 s, decay_grace = 7 days, logistic_link and θ = 150",
         profile_overrides("recommended"),
+    ),
+    "adr-recommended-arctan": (
+        "the recommended profile with the paper's arctangent link at θ = 100 (the profile "
+        "before logistic_link: what the link adds)",
+        {**profile_overrides("recommended"), "logistic_link": "0", "theta": "100"},
     ),
     "adr-recommended-theta400": (
         "the recommended profile with the paper's θ = 400 (what θ = 100 adds)",

@@ -42,7 +42,7 @@ SMALL = Params.from_overrides(
 # Every opt-in extension on (engine.Params switches); μ_min near μ0 so the soft floor is reached.
 EXTENDED = SMALL.with_overrides(
     {"bound_return_decay": 1, "zero_sum_update": 1, "floor_margin": 120, "repeat_window": 600,
-     "decay_grace": 7, "theta": 100, "mu_min": 950}
+     "decay_grace": 7, "logistic_link": 1, "theta": 100, "mu_min": 950}
 )  # fmt: skip
 REPEAT_ONLY = Params.from_overrides({"repeat_window": 3600, "floor_margin": 61, "decay_grace": 1})
 PARAMS = st.sampled_from([SMALL, Params(), EXTENDED, REPEAT_ONLY])

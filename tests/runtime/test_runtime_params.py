@@ -15,8 +15,9 @@ def test_the_paper_profile_is_table_9_and_recommended_turns_on_every_switch() ->
     rec = Params.from_overrides(profile_overrides("recommended"))
     assert (rec.bound_return_decay, rec.zero_sum_update) == (1.0, 1.0)
     assert (rec.floor_margin, rec.repeat_window, rec.decay_grace, rec.theta) == (
-        120.0, 600.0, 7.0, 100.0,
+        120.0, 600.0, 7.0, 150.0,
     )  # fmt: skip
+    assert rec.logistic_link == 1.0
     with pytest.raises(ParamError):
         profile_overrides("fast")
 
