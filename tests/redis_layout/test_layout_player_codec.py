@@ -16,8 +16,11 @@ from engine import TIER_LABELS, Params, PlayerState, new_player, tier_label
 from redis_layout import CorruptValue
 from redis_layout.player_codec import (
     FIELDS,
+    FIELDS_V1,
+    READ_FIELDS,
     decode_player,
     encode_player,
+    encode_player_v1,
     float_text,
     msgpack_str,
     player_values,
@@ -37,14 +40,21 @@ _states = st.builds(
 )  # fmt: skip
 
 
+def _as_read(flat: list[str | bytes]) -> list[bytes | None]:
+    """What HMGET READ_FIELDS returns for a hash holding `flat` (field, value, ...)."""
+    as_redis = dict(zip(flat[0::2], flat[1::2], strict=True))
+    return [
+        None if k not in as_redis else v if isinstance(v := as_redis[k], bytes) else v.encode()
+        for k in READ_FIELDS
+    ]
+
+
+@pytest.mark.parametrize("encode", [encode_player, encode_player_v1], ids=["layout2", "layout1"])
 @given(state=_states, ver=st.integers(0, 2**62))
 def test_a_player_state_round_trips_through_its_hash_bit_for_bit(
-    state: PlayerState, ver: int
-) -> None:
-    flat = encode_player(state, ver)
-    as_redis = dict(zip(flat[0::2], flat[1::2], strict=True))
-    values = [v if isinstance(v, bytes) else v.encode() for v in (as_redis[k] for k in FIELDS)]
-    back, back_ver = decode_player(values)  # type: ignore[misc]
+    encode, state: PlayerState, ver: int
+) -> None:  # type: ignore[no-untyped-def]
+    back, back_ver = decode_player(_as_read(encode(state, ver)))  # type: ignore[misc]
     assert back == state and back_ver == ver
     assert repr(back) == repr(state)  # bit for bit, -0.0 included
 
@@ -61,7 +71,7 @@ def test_the_write_script_reads_the_same_hash_values_from_its_msgpack_section(
     redis_client, state: PlayerState
 ) -> None:  # type: ignore[no-untyped-def]
     """What Redis's own cmsgpack makes of `script_values` is, byte for byte, what HSET of
-    `player_values` stores (window and recent travel as msgpack str, not bin)."""
+    `player_values` stores (`state` travels as msgpack str, not bin)."""
     read = redis_client.eval(_UNPACK, 0, msgspec.msgpack.encode(script_values(state)))
     want = [v if isinstance(v, bytes) else v.encode() for v in player_values(state)]
     assert read == want
@@ -93,30 +103,42 @@ def test_float_text_is_repr_at_the_edges_of_its_fast_range(x: float) -> None:
 def test_hash_fields_are_what_other_services_read() -> None:
     state = new_player(Params())
     as_redis = dict(zip(*[iter(encode_player(state, 1))] * 2, strict=True))
-    assert set(as_redis) == set(FIELDS)
+    assert set(as_redis) == set(FIELDS) == {"mu", "sigma", "n", "last_ts", "tier", "state", "ver"}
     assert as_redis["mu"] == "1000.0" and as_redis["tier"] == "" and as_redis["last_ts"] == ""
-    assert msgspec.msgpack.decode(as_redis["window"]) == []
+    assert as_redis["sigma"] == "350.0" and as_redis["n"] == "0" and as_redis["ver"] == "1"
+    assert msgspec.msgpack.decode(as_redis["state"]) == [0, 0.0, 0.0, 0.0, 0.0, [], []]
     assert tier_label(1) == "1H" and tier_label(15) == "5L" and tier_label(0) == ""
-    assert decode_player([None] * len(FIELDS)) is None
+    assert decode_player([None] * len(READ_FIELDS)) is None
+    assert set(FIELDS_V1) - set(FIELDS) == set(READ_FIELDS) - set(FIELDS)
+
+
+_INF_WINDOW = msgspec.msgpack.encode([0, 0.0, 0.0, 0.0, 0.0, [float("inf")], []])
 
 
 @pytest.mark.parametrize(
-    ("change", "detail"),
+    ("encode", "change", "detail"),
     [
-        ({"mu": b"x"}, "ValueError"),
-        ({"sigma": b"nan"}, "not finite"),
-        ({"window": msgspec.msgpack.encode([float("inf")])}, "not finite"),
-        ({"tier": b"9Z"}, "KeyError"),
-        ({"mu": None}, "hash without mu"),
+        (encode_player, {"mu": b"x"}, "ValueError"),
+        (encode_player, {"sigma": b"nan"}, "not finite"),
+        (encode_player, {"state": _INF_WINDOW}, "not finite"),
+        (encode_player, {"state": b"\xc1"}, "DecodeError"),
+        (encode_player, {"state": msgspec.msgpack.encode([0, 0.0])}, "length 7"),
+        (encode_player, {"tier": b"9Z"}, "KeyError"),
+        (encode_player, {"mu": None}, "hash without mu"),
+        (encode_player_v1, {"mu": b"x"}, "ValueError"),
+        (encode_player_v1, {"phi": b"inf"}, "not finite"),
+        (encode_player_v1, {"window": msgspec.msgpack.encode([float("inf")])}, "not finite"),
+        (encode_player_v1, {"window": b"\xc1"}, "DecodeError"),
+        (encode_player_v1, {"streak": None}, "TypeError"),
     ],
 )
 def test_what_the_consumer_never_writes_is_a_corrupt_value(
-    change: dict[str, bytes | None], detail: str
-) -> None:
-    flat = encode_player(new_player(Params()), 1)
+    encode, change: dict[str, bytes | None], detail: str
+) -> None:  # type: ignore[no-untyped-def]
+    flat = encode(new_player(Params()), 1)
     pairs = zip(flat[0::2], flat[1::2], strict=True)
     stored = {k: v if isinstance(v, bytes) else v.encode() for k, v in pairs}
-    values = [change[f] if f in change else stored[f] for f in FIELDS]
+    values = [change[f] if f in change else stored.get(f) for f in READ_FIELDS]
     with pytest.raises(CorruptValue) as caught:
         decode_player(values, "{ns}:player:p")
     assert caught.value.what == "player" and caught.value.key == "{ns}:player:p"
