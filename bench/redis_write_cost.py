@@ -15,9 +15,10 @@ around each replay:
 - `script_without_*`: the script with one part left out (the `ver` checks, the players' state
   values, the rank and activity sets, the cooldown keys with their `cd_due` index, the sweep of
   cooldown keys past every watermark, the outbox entry, the event-id checks and keys).
-- `raw_writes`: consumer_bench.py's raw pipelined writes of as many events on as many players
-  (two hashes of the 13 fields of issue #20's baseline and two ZADD per event, 1,000 events per
-  round trip): `ratios.script_vs_raw_writes` is the script's Redis CPU per event over theirs.
+- `raw_writes`: consumer_bench.py's raw pipelined writes of as many events on as many players as
+  the recording changed (two hashes of the 13 fields of player-hash layout 1, issue #20's
+  baseline, and two ZADD per event, 1,000 events per round trip): `ratios.script_vs_raw_writes`
+  is the script's Redis CPU per event over theirs.
 - `multi_exec`: the same writes as a WATCH / MULTI / EXEC transaction (the `ver` checks as HGET
   after WATCH), the alternative to a script for a compare-and-set write.
 
@@ -221,7 +222,7 @@ def _multi_exec(rec: Recorded, keys: Keys, keep_ms: int) -> tuple[list[bytes], l
 
 
 def _plain(item: object) -> object:
-    """A players-section item as HSET sends it: msgpack str items (window, recent) unwrapped."""
+    """A players-section item as HSET sends it: msgpack str items (window, state) unwrapped."""
     if not isinstance(item, msgspec.Raw):
         return item
     data = bytes(memoryview(item))

@@ -13,15 +13,17 @@ import msgspec
 from engine import TIER_LABELS, PlayerState, tier_label, tier_of_label
 from redis_layout._errors import CorruptValue
 
-FIELDS: Final = ("mu", "sigma", "n", "last_ts", "tier", "state", "ver")
+FIELDS: Final = ("mu", "sigma", "n", "last_ts", "tier", "window", "state", "ver")
 """The hash's fields as the consumer writes them (layout 2): what readers use stays a field of
-its own, the engine's other state is one msgpack field, `state` (`STATE_ITEMS`). `ver` counts the
-player's rating changes (compare-and-set; it is the `seq` of the latest one,
-schemas/rating_change.md)."""
+its own, `window` (msgpack array of float64, as in layout 1) and the engine's other state in one
+msgpack field, `state` (`STATE_ITEMS`). Each value stays under 256 bytes (window: 183 at most;
+state: 84), so that with `hash-max-listpack-value 256` (docs/operations.md) the hash stays a
+listpack. `ver` counts the player's rating changes (compare-and-set; it is the `seq` of the
+latest one, schemas/rating_change.md)."""
 
-STATE_ITEMS: Final = ("streak", "phi", "pool", "h_up", "h_down", "window", "recent")
+STATE_ITEMS: Final = ("streak", "phi", "pool", "h_up", "h_down", "recent")
 """The items of the `state` field, a msgpack array: streak (int), phi, pool, h_up, h_down
-(float64), window (array of float64), recent (array of int)."""
+(float64), recent (array of int)."""
 
 FIELDS_V1: Final = (
     "mu",
@@ -52,7 +54,7 @@ _TIER_BY_LABEL: Final = {label.encode(): tier_of_label(label) for label in TIER_
 _WINDOW_DECODER: Final = msgspec.msgpack.Decoder(tuple[float, ...])
 _RECENT_DECODER: Final = msgspec.msgpack.Decoder(tuple[int, ...])
 _STATE_DECODER: Final = msgspec.msgpack.Decoder(
-    tuple[int, float, float, float, float, tuple[float, ...], tuple[int, ...]]
+    tuple[int, float, float, float, float, tuple[int, ...]]
 )
 _ENCODER: Final = msgspec.msgpack.Encoder()
 _JSON: Final = msgspec.json.Encoder()
@@ -76,15 +78,15 @@ def decode_player(values: Sequence[Any], key: str = "") -> tuple[PlayerState, in
             raise CorruptValue("player", key, "hash without mu")
         return None
     try:
-        (mu, sigma, n, last_ts, tier, packed, ver, streak, phi, pool, h_up, h_down, window,
+        (mu, sigma, n, last_ts, tier, window, packed, ver, streak, phi, pool, h_up, h_down,
          recent) = values  # fmt: skip
         if packed is not None:  # layout 2
-            streak, phi, pool, h_up, h_down, window, recent = _STATE_DECODER.decode(packed)
+            streak, phi, pool, h_up, h_down, recent = _STATE_DECODER.decode(packed)
         else:  # layout 1
             streak, phi, pool = int(streak), float(phi), float(pool)
             h_up, h_down = float(h_up), float(h_down)
-            window = _WINDOW_DECODER.decode(window) if window else ()
             recent = _RECENT_DECODER.decode(recent) if recent else ()
+        window = _WINDOW_DECODER.decode(window) if window else ()
         state = PlayerState(
             mu=float(mu),
             sigma=float(sigma),
@@ -133,19 +135,21 @@ def _text_values(state: PlayerState) -> tuple[str, ...]:
 def _state_value(state: PlayerState) -> bytes:
     """The `state` field: STATE_ITEMS as one msgpack array (floats as float64: exact)."""
     return _ENCODER.encode(
-        (state.streak, state.phi, state.pool, state.h_up, state.h_down, state.window, state.recent)
+        (state.streak, state.phi, state.pool, state.h_up, state.h_down, state.recent)
     )
 
 
 def player_values(state: PlayerState) -> list[str | bytes]:
     """The hash values of `state` in FIELDS order, without `ver`."""
-    return [*_text_values(state), _state_value(state)]
+    return [*_text_values(state), _ENCODER.encode(state.window), _state_value(state)]
 
 
 def script_values(state: PlayerState) -> list[str | msgspec.Raw]:
-    """`player_values` as items of the write script's msgpack players section: `state` becomes a
-    msgpack str holding the same bytes (Redis's cmsgpack cannot read the bin type)."""
-    return [*_text_values(state), msgpack_str(_state_value(state))]
+    """`player_values` as items of the write script's msgpack players section: `window` and
+    `state` become msgpack str holding the same bytes (Redis's cmsgpack cannot read the bin
+    type)."""
+    window, packed = _ENCODER.encode(state.window), _state_value(state)
+    return [*_text_values(state), msgpack_str(window), msgpack_str(packed)]
 
 
 def msgpack_str(data: bytes) -> msgspec.Raw:

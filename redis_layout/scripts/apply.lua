@@ -24,9 +24,9 @@
 -- a concurrent count of the same pair moves the attacker's ver, which is checked.
 -- Returns {0} when applied, {1, what, key} when a checked value changed (then nothing is written),
 -- an error reply WRONGTYPE/BADVALUE when a key is in the way (then nothing is written either).
-local FIELD = {'mu', 'sigma', 'n', 'last_ts', 'tier', 'state'}
-local V1_ONLY = {'streak', 'phi', 'pool', 'h_up', 'h_down', 'window', 'recent'}  -- layout 1
-local PLAYER_ITEMS = 11  -- id, checked ver, new ver, 6 values, activity time, active
+local FIELD = {'mu', 'sigma', 'n', 'last_ts', 'tier', 'window', 'state'}
+local V1_ONLY = {'streak', 'phi', 'pool', 'h_up', 'h_down', 'recent'}  -- layout 1's, not 2's
+local PLAYER_ITEMS = 12  -- id, checked ver, new ver, 7 values, activity time, active
 local CHUNK = 2000       -- stay far below Lua's limit on unpack() arguments
 
 local prefix = ARGV[1]
@@ -113,14 +113,15 @@ for i = 1, #P, PLAYER_ITEMS do
   local v = i + 2
   local key = prefix .. id
   local added = redis.call('HSET', key, FIELD[1], mu, FIELD[2], P[v + 2], FIELD[3], P[v + 3],
-    FIELD[4], P[v + 4], FIELD[5], P[v + 5], FIELD[6], P[v + 6], 'ver', P[i + 2])
-  -- A new hash gets all 7 fields; a layout-1 hash lacked only `state`: drop its old fields.
-  if added > 0 and added < 7 then redis.call('HDEL', key, unpack(V1_ONLY)) end
+    FIELD[4], P[v + 4], FIELD[5], P[v + 5], FIELD[6], P[v + 6], FIELD[7], P[v + 7],
+    'ver', P[i + 2])
+  -- A new hash gets all 8 fields; a layout-1 hash lacked only `state`: drop its old fields.
+  if added > 0 and added < 8 then redis.call('HDEL', key, unpack(V1_ONLY)) end
   if P[v + 5] ~= '' then add(lb, mu, id) end
-  local since = P[i + 9]
+  local since = P[i + 10]
   if since ~= '' then
     add(activity, since, id)
-    if P[i + 10] == '1' then add(active, mu, id) else add(inactive, id) end
+    if P[i + 11] == '1' then add(active, mu, id) else add(inactive, id) end
   end
 end
 

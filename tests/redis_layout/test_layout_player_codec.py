@@ -103,16 +103,18 @@ def test_float_text_is_repr_at_the_edges_of_its_fast_range(x: float) -> None:
 def test_hash_fields_are_what_other_services_read() -> None:
     state = new_player(Params())
     as_redis = dict(zip(*[iter(encode_player(state, 1))] * 2, strict=True))
-    assert set(as_redis) == set(FIELDS) == {"mu", "sigma", "n", "last_ts", "tier", "state", "ver"}
+    assert set(as_redis) == {"mu", "sigma", "n", "last_ts", "tier", "window", "state", "ver"}
+    assert set(as_redis) == set(FIELDS)
     assert as_redis["mu"] == "1000.0" and as_redis["tier"] == "" and as_redis["last_ts"] == ""
     assert as_redis["sigma"] == "350.0" and as_redis["n"] == "0" and as_redis["ver"] == "1"
-    assert msgspec.msgpack.decode(as_redis["state"]) == [0, 0.0, 0.0, 0.0, 0.0, [], []]
+    assert msgspec.msgpack.decode(as_redis["state"]) == [0, 0.0, 0.0, 0.0, 0.0, []]
+    assert msgspec.msgpack.decode(as_redis["window"]) == []
     assert tier_label(1) == "1H" and tier_label(15) == "5L" and tier_label(0) == ""
     assert decode_player([None] * len(READ_FIELDS)) is None
     assert set(FIELDS_V1) - set(FIELDS) == set(READ_FIELDS) - set(FIELDS)
 
 
-_INF_WINDOW = msgspec.msgpack.encode([0, 0.0, 0.0, 0.0, 0.0, [float("inf")], []])
+_INF_PHI = msgspec.msgpack.encode([0, float("inf"), 0.0, 0.0, 0.0, []])
 
 
 @pytest.mark.parametrize(
@@ -120,9 +122,10 @@ _INF_WINDOW = msgspec.msgpack.encode([0, 0.0, 0.0, 0.0, 0.0, [float("inf")], []]
     [
         (encode_player, {"mu": b"x"}, "ValueError"),
         (encode_player, {"sigma": b"nan"}, "not finite"),
-        (encode_player, {"state": _INF_WINDOW}, "not finite"),
+        (encode_player, {"state": _INF_PHI}, "not finite"),
+        (encode_player, {"window": msgspec.msgpack.encode([float("inf")])}, "not finite"),
         (encode_player, {"state": b"\xc1"}, "DecodeError"),
-        (encode_player, {"state": msgspec.msgpack.encode([0, 0.0])}, "length 7"),
+        (encode_player, {"state": msgspec.msgpack.encode([0, 0.0])}, "length 6"),
         (encode_player, {"tier": b"9Z"}, "KeyError"),
         (encode_player, {"mu": None}, "hash without mu"),
         (encode_player_v1, {"mu": b"x"}, "ValueError"),
@@ -148,3 +151,14 @@ def test_what_the_consumer_never_writes_is_a_corrupt_value(
 def test_an_error_reply_is_a_corrupt_value() -> None:
     with pytest.raises(CorruptValue, match="WRONGTYPE"):
         decode_player(Exception("WRONGTYPE Operation against a key"), "k")  # type: ignore[arg-type]
+
+
+def test_every_value_fits_the_recommended_listpack_limit() -> None:
+    """With `hash-max-listpack-value 256` (docs/operations.md) a player hash stays a listpack:
+    no value is longer, even with a full window and the largest numbers."""
+    big = PlayerState(
+        mu=-1.7976931348623157e308, sigma=1e-300, streak=2**63 - 1, phi=-1e300, pool=-1e300,
+        n=2**63 - 1, last_ts=2**63 - 1, tier=len(TIER_LABELS), h_up=-1e300, h_down=-1e300,
+        window=(-1e300,) * Params().window, recent=(2**63 - 1,) * Params().n_active,
+    )  # fmt: skip
+    assert max(len(v) for v in player_values(big)) <= 256
