@@ -12,13 +12,17 @@ around each replay:
 - `script`: the shipped script, as sent.
 - `script_arguments_only`: the same call, but the script returns once it has its arguments (the
   players' msgpack section unpacked): the cost of handing Redis and Lua what to write.
-- `script_without_*`: the script with one part left out (the `ver` checks, the players' state
-  values, the rank and activity sets, the cooldown keys with their `cd_due` index, the sweep of
-  cooldown keys past every watermark, the outbox entry, the event-id checks and keys).
+- `script_without_*`: the script with one part left out (the `ver` checks, or the HGET of each
+  `ver` and its check, the players' state values, the rank and activity sets, the cooldown keys
+  with their `cd_due` index, the sweep of cooldown keys past every watermark, the outbox entry,
+  the event-id checks and keys).
 - `raw_writes`: consumer_bench.py's raw pipelined writes of as many events on as many players as
   the recording changed (two hashes of the 13 fields of player-hash layout 1, issue #20's
   baseline, and two ZADD per event, 1,000 events per round trip): `ratios.script_vs_raw_writes`
   is the script's Redis CPU per event over theirs.
+- `script_hashes_and_sets_only`: the script with all of the consumer's own parts above left out
+  (ver checks, cooldown and event-id records, their checks and sweep, outbox): the raw writes'
+  share of the script's work.
 - `multi_exec`: the same writes as a WATCH / MULTI / EXEC transaction (the `ver` checks as HGET
   after WATCH), the alternative to a script for a compare-and-set write.
 
@@ -134,6 +138,11 @@ def _variants() -> dict[str, str]:
             "if (ver or '0') ~= P[i + 1] then",
             "if false then",
         ),
+        # the HGET of each player's ver as well (the comparison then always passes)
+        "script_without_ver_reads": (
+            "local ver = redis.pcall('HGET', prefix .. P[i], 'ver')",
+            "local ver = P[i + 1]",
+        ),
         # keeps `ver` (the later batches' checks need it): leaves out the 12 state values
         "script_without_player_values": (
             hset.group(0),
@@ -166,6 +175,15 @@ def _variants() -> dict[str, str]:
     for name, (old, new) in cuts.items():
         assert SCRIPT.count(old) == 1, f"{name}: the script changed: update the bench"
         out[name] = SCRIPT.replace(old, new)
+    # The raw writes' share of the script's work: the hashes and the sets, without what only a
+    # consumer needs (ver checks, cooldown and event-id records with their checks and sweep, the
+    # outbox). What is left over the raw writes is the price of one script call per batch.
+    floor = SCRIPT
+    for name in ("ver_reads", "cooldown_keys", "event_id_checks", "event_id_keys",
+                 "cooldown_sweep", "outbox_entry"):  # fmt: skip
+        old, new = cuts[f"script_without_{name}"]
+        floor = floor.replace(old, new)
+    out["script_hashes_and_sets_only"] = floor
     return out
 
 
