@@ -52,7 +52,12 @@ class CpuMeter:
         self._start = self._sample()
 
     def _sample(self) -> dict[str, float]:
-        got = {name: _proc_cpu_s(pid) for name, pid in self.pids.items()}
+        got: dict[str, float] = {}
+        for name, pid in list(self.pids.items()):
+            try:
+                got[name] = _proc_cpu_s(pid)
+            except FileNotFoundError:  # e.g. another session's broker, found first, has stopped
+                del self.pids[name]
         if self.children:  # child processes this one has waited for (gone from /proc)
             usage = resource.getrusage(resource.RUSAGE_CHILDREN)
             got[self.children] = usage.ru_utime + usage.ru_stime
@@ -65,7 +70,7 @@ class CpuMeter:
         end = self._sample()
         wall = end["wall"] - self._start["wall"]
         faults = int(end.pop("major_faults") - self._start["major_faults"])
-        used = {k: end[k] - self._start[k] for k in end if k != "wall"}
+        used = {k: end[k] - self._start[k] for k in end if k != "wall" and k in self._start}
         used["other"] = used["machine"] - sum(
             v for k, v in used.items() if k not in ("machine", "stolen")
         )

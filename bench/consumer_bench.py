@@ -50,7 +50,7 @@ from consumer.pipeline import Pipeline
 from engine import Params, initial_snapshot, is_duplicate, new_player, rate_kill, sigma_units
 from loadgen import SimConfig, generate
 from redis_layout import Keys
-from redis_layout.player_codec import FIELDS, decode_player, encode_player
+from redis_layout.player_codec import READ_FIELDS, decode_player, encode_player, encode_player_v1
 from runtime import KafkaSettings, add_kafka_arguments, kafka_settings_from_args
 from runtime.kafka_produce import produce_waiting
 from schemas import decode_kill_event
@@ -232,7 +232,7 @@ def raw_redis(redis_url: str, n: int, players: int) -> dict[str, Any]:
     hiredis and pipelined 1,000 events per round trip: no reads, no rating, no script."""
     client = redis.Redis.from_url(redis_url)
     keys = Keys(f"raw{uuid.uuid4().hex[:6]}")
-    fields = encode_player(new_player(Params()), 1)
+    fields = encode_player_v1(new_player(Params()), 1)  # issue #20: 13 fields, as before layout 2
     conn = client.connection_pool.get_connection()
     meter = CpuMeter(redis_url)
     started = time.monotonic()
@@ -278,7 +278,7 @@ def naive(
             total = (int(pop[1] or 0) << 32) + int(pop[2] or 0)
             states = []
             for p in (e.attacker, e.victim):
-                got = decode_player(client.hmget(keys.player(p), FIELDS))
+                got = decode_player(client.hmget(keys.player(p), READ_FIELDS))
                 if got is None:
                     got = (new_player(params), 0)
                     count += 1

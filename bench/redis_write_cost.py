@@ -12,9 +12,17 @@ around each replay:
 - `script`: the shipped script, as sent.
 - `script_arguments_only`: the same call, but the script returns once it has its arguments (the
   players' msgpack section unpacked): the cost of handing Redis and Lua what to write.
-- `script_without_*`: the script with one part left out (the `ver` checks, the players' state
-  values, the rank and activity sets, the cooldown keys with their `cd_due` index, the sweep of
-  cooldown keys past every watermark, the outbox entry, the event-id checks and keys).
+- `script_without_*`: the script with one part left out (the `ver` checks, or the HGET of each
+  `ver` and its check, the players' state values, the rank and activity sets, the cooldown keys
+  with their `cd_due` index, the sweep of cooldown keys past every watermark, the outbox entry,
+  the event-id checks and keys).
+- `raw_writes`: consumer_bench.py's raw pipelined writes of as many events on as many players as
+  the recording changed (two hashes of the 13 fields of player-hash layout 1, issue #20's
+  baseline, and two ZADD per event, 1,000 events per round trip): `ratios.script_vs_raw_writes`
+  is the script's Redis CPU per event over theirs.
+- `script_hashes_and_sets_only`: the script with all of the consumer's own parts above left out
+  (ver checks, cooldown and event-id records, their checks and sweep, outbox): the raw writes'
+  share of the script's work.
 - `multi_exec`: the same writes as a WATCH / MULTI / EXEC transaction (the `ver` checks as HGET
   after WATCH), the alternative to a script for a compare-and-set write.
 
@@ -48,10 +56,10 @@ import consumer._store as store_module
 from consumer._batch import Accepted, Plan, rate_batch
 from consumer._store import Store
 from consumer._writer import Batch
-from engine import Params
+from engine import Params, new_player
 from loadgen import SimConfig, generate
 from redis_layout import Keys, scripts
-from redis_layout.player_codec import FIELDS
+from redis_layout.player_codec import FIELDS, encode_player_v1
 from schemas import Limits, decode_kill_event
 
 HOUR_MS = 3_600_000
@@ -59,7 +67,11 @@ BATCH = 1000
 TOPIC = "kill-events"
 SCRIPT = scripts.APPLY
 _FIELD = tuple(field for field in FIELDS if field != "ver")  # the values Plan.players carries
-_ITEMS = 17  # per player in Plan.players: id, checked ver, new ver, 12 values, since, active
+_RAW_FIELDS = tuple(encode_player_v1(new_player(Params()), 1))  # issue #20: the 13 fields of
+# layout 1, the baseline of the raw writes
+_VALUES = len(_FIELD)
+_ITEMS = _VALUES + 5  # per player in Plan.players: id, checked ver, new ver, values, since, active
+_TIER = _FIELD.index("tier")
 
 
 def say(msg: str) -> None:
@@ -115,7 +127,7 @@ def record(client: redis.Redis, namespace: str, cfg: SimConfig, params: Params) 
 
 def _variants() -> dict[str, str]:
     """The script with parts left out, each checked to differ from the shipped one."""
-    hset = re.search(r"redis\.call\('HSET', prefix \.\. id,.*?P\[i \+ 2\]\)", SCRIPT, re.S)
+    hset = re.search(r"redis\.call\('HSET', key,.*?P\[i \+ 2\]\)", SCRIPT, re.S)
     assert hset is not None, "the player HSET moved: update the bench"
     cuts = {
         "script_arguments_only": (
@@ -126,10 +138,15 @@ def _variants() -> dict[str, str]:
             "if (ver or '0') ~= P[i + 1] then",
             "if false then",
         ),
+        # the HGET of each player's ver as well (the comparison then always passes)
+        "script_without_ver_reads": (
+            "local ver = redis.pcall('HGET', prefix .. P[i], 'ver')",
+            "local ver = P[i + 1]",
+        ),
         # keeps `ver` (the later batches' checks need it): leaves out the 12 state values
         "script_without_player_values": (
             hset.group(0),
-            "redis.call('HSET', prefix .. id, 'ver', P[i + 2])",
+            "redis.call('HSET', key, 'ver', P[i + 2])",
         ),
         "script_without_rank_and_activity_sets": (
             "bulk('ZADD', KEYS[3], lb)\nbulk('ZADD', KEYS[4], activity)\n"
@@ -137,7 +154,7 @@ def _variants() -> dict[str, str]:
             "",
         ),
         "script_without_cooldown_keys": (
-            "  redis.call('SET', ARGV[i], ARGV[i + 1])\n  add(due, ARGV[i + 1], ARGV[i])\n",
+            "  add(records, ARGV[i], ARGV[i + 1])\n  add(due, ARGV[i + 1], ARGV[i])\n",
             "",
         ),
         "script_without_event_id_checks": (
@@ -145,7 +162,7 @@ def _variants() -> dict[str, str]:
             "  if false then",
         ),
         "script_without_event_id_keys": (
-            "  redis.call('SET', ARGV[i], ARGV[i + 1])\n  add(due, ARGV[i + 2], ARGV[i])\n",
+            "  add(records, ARGV[i], ARGV[i + 1])\n  add(due, ARGV[i + 2], ARGV[i])\n",
             "",
         ),
         "script_without_cooldown_sweep": (
@@ -158,6 +175,15 @@ def _variants() -> dict[str, str]:
     for name, (old, new) in cuts.items():
         assert SCRIPT.count(old) == 1, f"{name}: the script changed: update the bench"
         out[name] = SCRIPT.replace(old, new)
+    # The raw writes' share of the script's work: the hashes and the sets, without what only a
+    # consumer needs (ver checks, cooldown and event-id records with their checks and sweep, the
+    # outbox). What is left over the raw writes is the price of one script call per batch.
+    floor = SCRIPT
+    for name in ("ver_reads", "cooldown_keys", "event_id_checks", "event_id_keys",
+                 "cooldown_sweep", "outbox_entry"):  # fmt: skip
+        old, new = cuts[f"script_without_{name}"]
+        floor = floor.replace(old, new)
+    out["script_hashes_and_sets_only"] = floor
     return out
 
 
@@ -176,16 +202,17 @@ def _multi_exec(rec: Recorded, keys: Keys, keep_ms: int) -> tuple[list[bytes], l
     active: list[Any] = []
     inactive: list[Any] = []
     for key, i in zip(player_keys, range(0, len(items), _ITEMS), strict=True):
-        player, values = items[i], items[i + 3 : i + 15]
+        player, values = items[i], items[i + 3 : i + 3 + _VALUES]
         fields: list[Any] = ["HSET", key]
         for field, value in zip(_FIELD, values, strict=True):
             fields += (field, value)
         write.append(pack((*fields, "ver", items[i + 2])))
-        if values[7] != "":
+        if values[_TIER] != "":
             lb += (values[0], player)
-        if items[i + 15] != "":
-            activity += (items[i + 15], player)
-            if items[i + 16] == "1":
+        since = items[i + 3 + _VALUES]
+        if since != "":
+            activity += (since, player)
+            if items[i + 4 + _VALUES] == "1":
                 active += (values[0], player)
             else:
                 inactive.append(player)
@@ -213,7 +240,7 @@ def _multi_exec(rec: Recorded, keys: Keys, keep_ms: int) -> tuple[list[bytes], l
 
 
 def _plain(item: object) -> object:
-    """A players-section item as HSET sends it: msgpack str items (window, recent) unwrapped."""
+    """A players-section item as HSET sends it: msgpack str items (window, state) unwrapped."""
     if not isinstance(item, msgspec.Raw):
         return item
     data = bytes(memoryview(item))
@@ -289,11 +316,28 @@ def run(client: redis.Redis, recorded: list[Recorded], namespace: str, params: P
             assert replies[-1] is not None, "EXEC aborted"
         multi_cpu.append(_redis_cpu_s(client) - started)
 
+    raw_fields = _RAW_FIELDS
+    raw_players = len({p for rec in recorded for p in rec.plan.players[::_ITEMS]}) or 1
+
+    def raw_sender(conn: Any, fresh: str) -> None:  # as consumer_bench.raw_redis
+        keys = Keys(fresh)
+        pack: Any = hiredis.pack_command
+        for start in range(0, events, BATCH):
+            packed = []
+            for i in range(start, min(events, start + BATCH)):
+                for p in (f"p{i % raw_players}", f"p{(i * 7 + 1) % raw_players}"):
+                    packed.append(pack(("HSET", keys.player(p), *raw_fields)))
+                    packed.append(pack(("ZADD", keys.lb, "1000.0", p)))
+            conn.send_packed_command(packed)
+            for _ in packed:
+                conn.read_response()
+
     multi_cpu: list[float] = []
     senders = {name: script_sender(src) for name, src in _variants().items()}
     for repeat in range(repeats):
         for name, send in senders.items():
             results.setdefault(name, []).append(_replay(client, namespace, send))
+        results.setdefault("raw_writes", []).append(_replay(client, namespace, raw_sender))
         _replay(client, namespace, multi_sender)
         results.setdefault("multi_exec", []).append(multi_cpu[-1])
         say(f"replay round {repeat + 1}/{repeats} done")
@@ -307,7 +351,9 @@ def run(client: redis.Redis, recorded: list[Recorded], namespace: str, params: P
         for name in median
         if name.startswith("script_without_")
     }
-    return {"redis_cpu_us_per_event": per_event, "script_part_us_per_event": parts}
+    ratios = {"script_vs_raw_writes": round(median["script"] / median["raw_writes"], 2)}
+    return {"redis_cpu_us_per_event": per_event, "script_part_us_per_event": parts,
+            "ratios": ratios}  # fmt: skip
 
 
 def main() -> int:

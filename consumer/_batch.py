@@ -76,7 +76,7 @@ class Plan:
     """One batch's atomic write: what to check (compare-and-set) and what to write."""
 
     players: list[str | msgspec.Raw] = dataclasses.field(default_factory=list)
-    """Per changed player, the 17 items of PLAYER_ITEMS in redis_layout/scripts/apply.lua: id,
+    """Per changed player, the 12 items of PLAYER_ITEMS in redis_layout/scripts/apply.lua: id,
     checked ver, new ver, the hash values (FIELDS order, without ver; see `script_values`),
     activity time ("" = none), "1" if active else "0". The write sends them as one msgpack
     array."""

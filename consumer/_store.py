@@ -20,7 +20,7 @@ from consumer._errors import CorruptState
 from consumer._stages import NO_STAGES, READ, WRITE_ARGUMENTS, StageTimer
 from engine import DEFAULT_LATENESS_MS, Params, PlayerState, Snapshot, initial_snapshot
 from redis_layout import CorruptValue, Keys, decode_snapshot, scripts
-from redis_layout.player_codec import FIELDS, decode_player
+from redis_layout.player_codec import READ_FIELDS, decode_player
 from redis_layout.raw import PendingWrite, Sent, pipelined
 
 _MSGPACK: Final = msgspec.msgpack.Encoder()
@@ -237,7 +237,7 @@ class _ViewRead:
                 else:
                     self.stored[player] = hit
         pack: Any = hiredis.pack_command  # its stub types a one-element tuple
-        commands = [pack(("HMGET", k.player(p), *FIELDS)) for p in self.wanted]
+        commands = [pack(("HMGET", k.player(p), *READ_FIELDS)) for p in self.wanted]
         if ids:
             commands.append(pack(("MGET", *ids)))
         if pairs:

@@ -1,6 +1,6 @@
-"""PlayerState <-> the fields of its `{ns}:player:<id>` hash (floats as repr, window/recent as
-msgpack): the one codec of a player's hash. The consumer's hot path, compiled with mypyc
-(runtime/compiled.py)."""
+"""PlayerState <-> the fields of its `{ns}:player:<id>` hash (layout 2: mu, sigma, n, last_ts,
+tier as text, the engine's other state as one msgpack field; layout 1 still read): the one codec
+of a player's hash. The consumer's hot path, compiled with mypyc (runtime/compiled.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,19 @@ import msgspec
 from engine import TIER_LABELS, PlayerState, tier_label, tier_of_label
 from redis_layout._errors import CorruptValue
 
-FIELDS: Final = (
+FIELDS: Final = ("mu", "sigma", "n", "last_ts", "tier", "window", "state", "ver")
+"""The hash's fields as the consumer writes them (layout 2): what readers use stays a field of
+its own, `window` (msgpack array of float64, as in layout 1) and the engine's other state in one
+msgpack field, `state` (`STATE_ITEMS`). Each value stays under 256 bytes (window: 183 at most;
+state: 84), so that with `hash-max-listpack-value 256` (docs/operations.md) the hash stays a
+listpack. `ver` counts the player's rating changes (compare-and-set; it is the `seq` of the
+latest one, schemas/rating_change.md)."""
+
+STATE_ITEMS: Final = ("streak", "phi", "pool", "h_up", "h_down", "recent")
+"""The items of the `state` field, a msgpack array: streak (int), phi, pool, h_up, h_down
+(float64), recent (array of int)."""
+
+FIELDS_V1: Final = (
     "mu",
     "sigma",
     "streak",
@@ -28,21 +40,30 @@ FIELDS: Final = (
     "recent",
     "ver",
 )
-"""The hash's fields, in the order HMGET returns them; `ver` counts the player's rating changes
-(compare-and-set; it is the `seq` of the latest one, schemas/rating_change.md)."""
+"""Layout 1 (before 2026-12-04): one field per state item, the floats as text and window, recent
+as msgpack. Still read (`decode_player`); the consumer's next write of the player turns such a
+hash into layout 2 (apply.lua deletes the fields layout 2 does not have)."""
+
+READ_FIELDS: Final = (*FIELDS, *STATE_ITEMS)
+"""What `decode_player` takes, in HMGET order: layout 2's fields, then layout 1's state items
+(absent, so nil, in a layout-2 hash)."""
 
 _LABEL_BY_TIER: Final = tuple(tier_label(k) for k in range(len(TIER_LABELS) + 1))
 _TIER_BY_LABEL: Final = {label.encode(): tier_of_label(label) for label in TIER_LABELS}
 """engine's mapping, keyed by the bytes a hash value arrives as (the decode hot path)."""
 _WINDOW_DECODER: Final = msgspec.msgpack.Decoder(tuple[float, ...])
 _RECENT_DECODER: Final = msgspec.msgpack.Decoder(tuple[int, ...])
+_STATE_DECODER: Final = msgspec.msgpack.Decoder(
+    tuple[int, float, float, float, float, tuple[int, ...]]
+)
 _ENCODER: Final = msgspec.msgpack.Encoder()
 _JSON: Final = msgspec.json.Encoder()
 _STR8_HEADS: Final = tuple(bytes((0xD9, size)) for size in range(0x100))
 
 
 def decode_player(values: Sequence[Any], key: str = "") -> tuple[PlayerState, int] | None:
-    """(state, ver) from HMGET FIELDS, or None when the player has no hash yet.
+    """(state, ver) from HMGET READ_FIELDS (a layout-2 hash, or a layout-1 one: no `state`), or
+    None when the player has no hash yet.
 
     Raises CorruptValue for what the consumer never writes (a field that does not parse, a
     non-finite float, a hash without `mu`, a reply that is an error such as WRONGTYPE), so that
@@ -57,20 +78,28 @@ def decode_player(values: Sequence[Any], key: str = "") -> tuple[PlayerState, in
             raise CorruptValue("player", key, "hash without mu")
         return None
     try:
-        (mu, sigma, streak, phi, pool, n, last_ts, tier, h_up, h_down, window, recent, ver) = values
+        (mu, sigma, n, last_ts, tier, window, packed, ver, streak, phi, pool, h_up, h_down,
+         recent) = values  # fmt: skip
+        if packed is not None:  # layout 2
+            streak, phi, pool, h_up, h_down, recent = _STATE_DECODER.decode(packed)
+        else:  # layout 1
+            streak, phi, pool = int(streak), float(phi), float(pool)
+            h_up, h_down = float(h_up), float(h_down)
+            recent = _RECENT_DECODER.decode(recent) if recent else ()
+        window = _WINDOW_DECODER.decode(window) if window else ()
         state = PlayerState(
             mu=float(mu),
             sigma=float(sigma),
-            streak=int(streak),
-            phi=float(phi),
-            pool=float(pool),
+            streak=streak,
+            phi=phi,
+            pool=pool,
             n=int(n),
             last_ts=int(last_ts) if last_ts else None,
             tier=_TIER_BY_LABEL[tier] if tier else 0,
-            h_up=float(h_up),
-            h_down=float(h_down),
-            window=_WINDOW_DECODER.decode(window) if window else (),
-            recent=_RECENT_DECODER.decode(recent) if recent else (),
+            h_up=h_up,
+            h_down=h_down,
+            window=window,
+            recent=recent,
         )
         version = int(ver)
     except (ValueError, TypeError, KeyError, msgspec.DecodeError, RecursionError) as exc:
@@ -92,32 +121,35 @@ def float_text(x: float) -> str:
 
 
 def _text_values(state: PlayerState) -> tuple[str, ...]:
-    """The hash values of `state` from mu to h_down (FIELDS order), as text."""
+    """The hash values of `state` from mu to tier (FIELDS order), as text."""
     last_ts = state.last_ts
     return (
         float_text(state.mu),
         float_text(state.sigma),
-        str(state.streak),
-        float_text(state.phi),
-        float_text(state.pool),
         str(state.n),
         "" if last_ts is None else str(last_ts),
         _LABEL_BY_TIER[state.tier],
-        float_text(state.h_up),
-        float_text(state.h_down),
+    )
+
+
+def _state_value(state: PlayerState) -> bytes:
+    """The `state` field: STATE_ITEMS as one msgpack array (floats as float64: exact)."""
+    return _ENCODER.encode(
+        (state.streak, state.phi, state.pool, state.h_up, state.h_down, state.recent)
     )
 
 
 def player_values(state: PlayerState) -> list[str | bytes]:
     """The hash values of `state` in FIELDS order, without `ver`."""
-    return [*_text_values(state), _ENCODER.encode(state.window), _ENCODER.encode(state.recent)]
+    return [*_text_values(state), _ENCODER.encode(state.window), _state_value(state)]
 
 
 def script_values(state: PlayerState) -> list[str | msgspec.Raw]:
-    """`player_values` as items of the write script's msgpack players section: window and recent
-    become msgpack str holding the same bytes (Redis's cmsgpack cannot read the bin type)."""
-    window, recent = _ENCODER.encode(state.window), _ENCODER.encode(state.recent)
-    return [*_text_values(state), msgpack_str(window), msgpack_str(recent)]
+    """`player_values` as items of the write script's msgpack players section: `window` and
+    `state` become msgpack str holding the same bytes (Redis's cmsgpack cannot read the bin
+    type)."""
+    window, packed = _ENCODER.encode(state.window), _state_value(state)
+    return [*_text_values(state), msgpack_str(window), msgpack_str(packed)]
 
 
 def msgpack_str(data: bytes) -> msgspec.Raw:
@@ -134,5 +166,30 @@ def encode_player(state: PlayerState, ver: int) -> list[str | bytes]:
     """The flat `field, value, ...` list HSET writes for `state` at version `ver`."""
     flat: list[str | bytes] = []
     for field, value in zip(FIELDS, [*player_values(state), str(ver)], strict=True):
+        flat += (field, value)
+    return flat
+
+
+def encode_player_v1(state: PlayerState, ver: int) -> list[str | bytes]:
+    """`encode_player` in layout 1 (FIELDS_V1), as hashes written before layout 2 hold it: what
+    the decoder still reads, and issue #20's baseline of the raw writes (bench/)."""
+    last_ts = state.last_ts
+    values: tuple[str | bytes, ...] = (
+        float_text(state.mu),
+        float_text(state.sigma),
+        str(state.streak),
+        float_text(state.phi),
+        float_text(state.pool),
+        str(state.n),
+        "" if last_ts is None else str(last_ts),
+        _LABEL_BY_TIER[state.tier],
+        float_text(state.h_up),
+        float_text(state.h_down),
+        _ENCODER.encode(state.window),
+        _ENCODER.encode(state.recent),
+        str(ver),
+    )
+    flat: list[str | bytes] = []
+    for field, value in zip(FIELDS_V1, values, strict=True):
         flat += (field, value)
     return flat

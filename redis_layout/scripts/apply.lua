@@ -5,8 +5,9 @@
 -- doubles and would lose int64 digits). Per player the script derives its rank, activity and
 -- active-μ writes from the hash values, so the client sends each value once.
 --   1 players  one msgpack array (or nothing) of PLAYER_ITEMS per player, all msgpack str: id,
---              checked ver ("0" = no hash yet), new ver, then the hash values mu..recent in
---              FIELD order, activity time ("" = none), active "1"|"0"
+--              checked ver ("0" = no hash yet), new ver, then the hash values mu..state in
+--              FIELD order (layout 2, redis_layout/player_codec.py), activity time ("" = none),
+--              active "1"|"0"
 --   2 offset checks partition, next|"", ...
 --   3 tier counts label, delta, ...   4 pop deltas: count, sigma_hi, sigma_lo
 --   5 cooldowns key, ts, ...          6 offsets partition, next, ...
@@ -23,9 +24,9 @@
 -- a concurrent count of the same pair moves the attacker's ver, which is checked.
 -- Returns {0} when applied, {1, what, key} when a checked value changed (then nothing is written),
 -- an error reply WRONGTYPE/BADVALUE when a key is in the way (then nothing is written either).
-local FIELD = {'mu', 'sigma', 'streak', 'phi', 'pool', 'n', 'last_ts', 'tier', 'h_up', 'h_down',
-               'window', 'recent'}
-local PLAYER_ITEMS = 17  -- id, checked ver, new ver, 12 values, activity time, active
+local FIELD = {'mu', 'sigma', 'n', 'last_ts', 'tier', 'window', 'state'}
+local V1_ONLY = {'streak', 'phi', 'pool', 'h_up', 'h_down', 'recent'}  -- layout 1's, not 2's
+local PLAYER_ITEMS = 12  -- id, checked ver, new ver, 7 values, activity time, active
 local CHUNK = 2000       -- stay far below Lua's limit on unpack() arguments
 
 local prefix = ARGV[1]
@@ -110,21 +111,27 @@ end
 for i = 1, #P, PLAYER_ITEMS do
   local id, mu = P[i], P[i + 3]
   local v = i + 2
-  redis.call('HSET', prefix .. id, FIELD[1], mu, FIELD[2], P[v + 2], FIELD[3], P[v + 3],
+  local key = prefix .. id
+  local added = redis.call('HSET', key, FIELD[1], mu, FIELD[2], P[v + 2], FIELD[3], P[v + 3],
     FIELD[4], P[v + 4], FIELD[5], P[v + 5], FIELD[6], P[v + 6], FIELD[7], P[v + 7],
-    FIELD[8], P[v + 8], FIELD[9], P[v + 9], FIELD[10], P[v + 10],
-    FIELD[11], P[v + 11], FIELD[12], P[v + 12], 'ver', P[i + 2])
-  if P[v + 8] ~= '' then add(lb, mu, id) end
-  local since = P[i + 15]
+    'ver', P[i + 2])
+  -- A new hash gets all 8 fields; a layout-1 hash lacked only `state`: drop its old fields.
+  if added > 0 and added < 8 then redis.call('HDEL', key, unpack(V1_ONLY)) end
+  if P[v + 5] ~= '' then add(lb, mu, id) end
+  local since = P[i + 10]
   if since ~= '' then
     add(activity, since, id)
-    if P[i + 16] == '1' then add(active, mu, id) else add(inactive, id) end
+    if P[i + 11] == '1' then add(active, mu, id) else add(inactive, id) end
   end
 end
 
-local function bulk(cmd, key, items)
+local function bulk(cmd, key, items)  -- key nil: the items are the command's whole arguments
   for i = 1, #items, CHUNK do
-    redis.call(cmd, key, unpack(items, i, math.min(i + CHUNK - 1, #items)))
+    if key then
+      redis.call(cmd, key, unpack(items, i, math.min(i + CHUNK - 1, #items)))
+    else
+      redis.call(cmd, unpack(items, i, math.min(i + CHUNK - 1, #items)))
+    end
   end
 end
 bulk('ZADD', KEYS[3], lb)
@@ -139,17 +146,20 @@ local pop = {'count', 'sigma_hi', 'sigma_lo'}
 for j = 0, 2 do
   if ARGV[first + j] ~= '0' then redis.call('HINCRBY', KEYS[6], pop[j + 1], ARGV[first + j]) end
 end
+-- The cooldown and event-id records: one MSET and one ZADD per chunk, not a call per key (each
+-- redis.call costs Redis about as much as the SET it runs).
 first, last = section(5)
-local due = {}
+local records, due = {}, {}
 for i = first, last, 2 do
-  redis.call('SET', ARGV[i], ARGV[i + 1])
+  add(records, ARGV[i], ARGV[i + 1])
   add(due, ARGV[i + 1], ARGV[i])
 end
 first, last = section(10)
 for i = first, last, 3 do
-  redis.call('SET', ARGV[i], ARGV[i + 1])
+  add(records, ARGV[i], ARGV[i + 1])
   add(due, ARGV[i + 2], ARGV[i])
 end
+bulk('MSET', nil, records)
 bulk('ZADD', KEYS[9], due)
 local pairs_written = #due / 2
 first, last = section(6)

@@ -24,7 +24,7 @@ from consumer.config import Config
 from consumer.pipeline import Pipeline
 from engine import Params, PlayerState, RatingBook, Snapshot, sigma_units
 from redis_layout import Keys, encode_snapshot
-from redis_layout.player_codec import FIELDS, decode_player
+from redis_layout.player_codec import READ_FIELDS, decode_player
 from runtime.kafka_produce import produce_waiting
 from schemas import KillEvent, encode_kill_event, kill_event
 from stack.testing import TopicAdmin
@@ -136,7 +136,7 @@ def redis_players(client: redis.Redis, keys: Keys) -> dict[str, tuple[PlayerStat
     names = list(client.scan_iter(match=keys.match_players, count=5000))
     pipe = client.pipeline(transaction=False)
     for k in names:
-        pipe.hmget(k, FIELDS)
+        pipe.hmget(k, READ_FIELDS)
     out: dict[str, tuple[PlayerState, int]] = {}
     for k, values in zip(names, pipe.execute(), strict=True):
         decoded = decode_player(values)

@@ -14,6 +14,7 @@ from consumer._cache import StateCache
 from consumer._store import Store
 from engine import Params, RatingBook, initial_snapshot
 from redis_layout import Conflict, Keys
+from redis_layout.player_codec import FIELDS, READ_FIELDS, decode_player, encode_player_v1
 from schemas import kill_event
 
 TOPIC = "kill-events"
@@ -159,3 +160,33 @@ def test_ranks_activity_and_active_mu_follow_the_written_hashes(pool) -> None:
     assert client.zscore(keys.active_mu, "a") == float(a[b"mu"])
     assert client.zscore(keys.lb, "v0") is None  # one event: unplaced, no activity time yet
     assert client.zscore(keys.activity, "v0") is None
+
+
+def test_a_layout_1_hash_is_read_and_rewritten_in_layout_2(pool) -> None:
+    """A hash written before layout 2 (one field per state item) rates as before, and the
+    batch's write leaves it in layout 2 with the same state as a pool that never held layout 1."""
+    client, keys, params, mine, _ = pool
+    old_keys = Keys(keys.namespace + "v1")
+    old = Store(client, old_keys, TOPIC, params)
+    now = time.time_ns() // 1_000_000
+    first = [_event(0, "a", "b", now - 120_000), _event(1, "a", "c", now - 60_000, offset=1)]
+    _apply(mine, keys, params, first)
+    _apply(old, old_keys, params, first)
+    for player in ("a", "b", "c"):  # old_keys' hashes back to layout 1
+        name = old_keys.player(player)
+        decoded = decode_player(client.hmget(name, READ_FIELDS))
+        assert decoded is not None
+        client.delete(name)
+        client.hset(name, items=encode_player_v1(*decoded))
+    later = [_event(2, "a", "b", now, offset=2)]
+    _apply(mine, keys, params, later)
+    _apply(old, old_keys, params, later)
+    for player in ("a", "b"):
+        got, want = client.hgetall(old_keys.player(player)), client.hgetall(keys.player(player))
+        assert sorted(got) == sorted(f.encode() for f in FIELDS)
+        assert got == want  # byte for byte
+    assert client.hmget(old_keys.player("c"), "mu", "streak") == [
+        client.hget(keys.player("c"), "mu"),
+        b"0",
+    ]  # a player the batch did not change keeps its layout-1 hash
+    client.delete(*client.keys(old_keys.match_all))
