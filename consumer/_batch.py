@@ -256,6 +256,21 @@ def rate_batch(
     return plan
 
 
+def batch_reads(events: list[Accepted], keys: Keys) -> tuple[list[str], list[str], list[str]]:
+    """What a batch's read needs, each in first-seen order without repeats: its players
+    (attacker, victim), cooldown pair keys and event id keys. One compiled pass per batch."""
+    players: dict[str, None] = {}
+    pairs: dict[str, None] = {}
+    ids: dict[str, None] = {}
+    for item in events:
+        ev = item.event
+        players[ev.attacker] = None
+        players[ev.victim] = None
+        pairs[keys.cooldown(ev.attacker, ev.victim)] = None
+        ids[keys.event_id(ev.id)] = None
+    return list(players), list(pairs), list(ids)
+
+
 def content_digest(ev: KillEvent) -> bytes:
     """What an event id stands for: arena, attacker, victim and ts (not `extra`), as 16 hex
     digits of BLAKE2b; lengths make the concatenation unambiguous."""
@@ -264,8 +279,15 @@ def content_digest(ev: KillEvent) -> bytes:
 
 
 def _joining(attacker: str, victim: str, states: dict[str, PlayerState], view: View) -> int:
-    """How many of the two players an event would add to the pool."""
-    return sum(1 for p in (attacker, victim) if p not in states and view.players[p][0] is None)
+    """How many of the two players an event would add to the pool (no generator: once per
+    event on the hot path)."""
+    players = view.players
+    joining = 0
+    if attacker not in states and players[attacker][0] is None:
+        joining += 1
+    if victim not in states and players[victim][0] is None:
+        joining += 1
+    return joining
 
 
 def _plan_players(

@@ -196,18 +196,22 @@ class Relay:
     def _produce(self, deadline: float) -> None:
         """Hand the unsent messages to the producer, in order, until done or `deadline` (a full
         local queue: the broker is slow or down)."""
+        produce, topic = self._producer.produce, self._config.rating_topic
         while self._unsent:
             entry = self._unsent[0]
             delivered = self._on_delivery(entry)
             messages = entry.messages
             while entry.sent < len(messages):
                 player, value = messages[entry.sent]
-                queued = produce_waiting(
-                    self._producer, self._config.rating_topic, value, player, on_delivery=delivered,
-                    deadline=deadline, on_wait=self._metrics.tick,
-                )  # fmt: skip
-                if not queued:
-                    return  # the next pump goes on from here
+                try:  # the common case in one call; a full local queue waits in produce_waiting
+                    produce(topic, value, player, on_delivery=delivered)
+                except BufferError:
+                    queued = produce_waiting(
+                        self._producer, topic, value, player, on_delivery=delivered,
+                        deadline=deadline, on_wait=self._metrics.tick,
+                    )  # fmt: skip
+                    if not queued:
+                        return  # the next pump goes on from here
                 entry.sent += 1
                 self._in_flight += 1
             self._unsent.popleft()
