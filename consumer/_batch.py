@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import msgspec
 
+from consumer._cache import Entries
 from consumer._stages import HASH_VALUES, NO_STAGES, RATE, StageTimer
 from engine import (
     DEFAULT_LATENESS_MS,
@@ -80,7 +81,7 @@ class Plan:
     checked ver, new ver, the hash values (FIELDS order, without ver; see `script_values`),
     activity time ("" = none), "1" if active else "0". The write sends them as one msgpack
     array."""
-    states: dict[str, tuple[PlayerState, int]] = dataclasses.field(default_factory=dict)
+    states: Entries = dataclasses.field(default_factory=Entries)
     """player -> (state, ver) as the write leaves it, for every player the batch changed."""
     offset_checks: list[tuple[int, int | None]] = dataclasses.field(default_factory=list)
     tier_counts: dict[str, int] = dataclasses.field(default_factory=dict)
@@ -307,7 +308,7 @@ def _plan_players(
         if old is state:
             continue  # read for the batch but its only events were duplicates
         new_ver = vers[player]
-        plan.states[player] = (state, new_ver)
+        plan.states.put(player, state, new_ver)
         out += (player, str(ver), str(new_ver))
         out += script_values(state)
         since = activity_time(state, params)

@@ -56,10 +56,16 @@ class StateCache(Mapping[str, Entry]):
         if self._capacity <= 0:
             return
         states, vers = self._states, self._vers
-        for player, (state, ver) in entries.items():
-            states.pop(player, None)  # re-inserted last: dict order is recency
-            states[player] = state
-            vers[player] = ver
+        if isinstance(entries, Entries):  # a plan's: no (state, ver) tuple made per player
+            for player, state in entries._states.items():
+                states.pop(player, None)  # re-inserted last: dict order is recency
+                states[player] = state
+                vers[player] = entries._vers[player]
+        else:
+            for player, (state, ver) in entries.items():
+                states.pop(player, None)
+                states[player] = state
+                vers[player] = ver
         excess = len(states) - self._capacity
         if excess > 0:
             excess += self._capacity // 10  # evict in bulk, not one key per stored player
@@ -71,6 +77,45 @@ class StateCache(Mapping[str, Entry]):
         for player in players:
             if self._states.pop(player, None) is not None:
                 del self._vers[player]
+
+    def clear(self) -> None:
+        self._states.clear()
+        self._vers.clear()
+
+
+class Entries(Mapping[str, Entry]):
+    """player -> (state, ver), held as two dicts of objects the garbage collector does not track
+    (as in StateCache), so that neither dict is tracked: a plan's thousands of changed players
+    cost the young collection at the batch boundary nothing, where (state, ver) tuples would."""
+
+    __slots__ = ("_states", "_vers")
+
+    def __init__(self) -> None:
+        self._states: dict[str, PlayerState] = {}
+        self._vers: dict[str, int] = {}
+
+    def put(self, player: str, state: PlayerState, ver: int) -> None:
+        self._states[player] = state
+        self._vers[player] = ver
+
+    def __getitem__(self, player: str) -> Entry:
+        return self._states[player], self._vers[player]
+
+    def get(self, player: str, default: Entry | None = None) -> Entry | None:  # type: ignore[override]
+        state = self._states.get(player)
+        return default if state is None else (state, self._vers[player])
+
+    def __contains__(self, player: object) -> bool:
+        return player in self._states
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._states)
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+    def __bool__(self) -> bool:
+        return bool(self._states)
 
     def clear(self) -> None:
         self._states.clear()
