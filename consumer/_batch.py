@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import msgspec
 
+from consumer._cache import Entries
 from consumer._stages import HASH_VALUES, NO_STAGES, RATE, StageTimer
 from engine import (
     DEFAULT_LATENESS_MS,
@@ -80,7 +81,7 @@ class Plan:
     checked ver, new ver, the hash values (FIELDS order, without ver; see `script_values`),
     activity time ("" = none), "1" if active else "0". The write sends them as one msgpack
     array."""
-    states: dict[str, tuple[PlayerState, int]] = dataclasses.field(default_factory=dict)
+    states: Entries = dataclasses.field(default_factory=Entries)
     """player -> (state, ver) as the write leaves it, for every player the batch changed."""
     offset_checks: list[tuple[int, int | None]] = dataclasses.field(default_factory=list)
     tier_counts: dict[str, int] = dataclasses.field(default_factory=dict)
@@ -256,6 +257,21 @@ def rate_batch(
     return plan
 
 
+def batch_reads(events: list[Accepted], keys: Keys) -> tuple[list[str], list[str], list[str]]:
+    """What a batch's read needs, each in first-seen order without repeats: its players
+    (attacker, victim), cooldown pair keys and event id keys. One compiled pass per batch."""
+    players: dict[str, None] = {}
+    pairs: dict[str, None] = {}
+    ids: dict[str, None] = {}
+    for item in events:
+        ev = item.event
+        players[ev.attacker] = None
+        players[ev.victim] = None
+        pairs[keys.cooldown(ev.attacker, ev.victim)] = None
+        ids[keys.event_id(ev.id)] = None
+    return list(players), list(pairs), list(ids)
+
+
 def content_digest(ev: KillEvent) -> bytes:
     """What an event id stands for: arena, attacker, victim and ts (not `extra`), as 16 hex
     digits of BLAKE2b; lengths make the concatenation unambiguous."""
@@ -264,8 +280,15 @@ def content_digest(ev: KillEvent) -> bytes:
 
 
 def _joining(attacker: str, victim: str, states: dict[str, PlayerState], view: View) -> int:
-    """How many of the two players an event would add to the pool."""
-    return sum(1 for p in (attacker, victim) if p not in states and view.players[p][0] is None)
+    """How many of the two players an event would add to the pool (no generator: once per
+    event on the hot path)."""
+    players = view.players
+    joining = 0
+    if attacker not in states and players[attacker][0] is None:
+        joining += 1
+    if victim not in states and players[victim][0] is None:
+        joining += 1
+    return joining
 
 
 def _plan_players(
@@ -285,7 +308,7 @@ def _plan_players(
         if old is state:
             continue  # read for the batch but its only events were duplicates
         new_ver = vers[player]
-        plan.states[player] = (state, new_ver)
+        plan.states.put(player, state, new_ver)
         out += (player, str(ver), str(new_ver))
         out += script_values(state)
         since = activity_time(state, params)

@@ -15,25 +15,21 @@ Entry = tuple[PlayerState, int]
 """(state, ver) as Redis holds it."""
 
 
-class StateCache(Mapping[str, Entry]):
-    """player -> (state, ver), at most `capacity` players; the least recently stored go first.
+class Entries(Mapping[str, Entry]):
+    """player -> (state, ver), held as two dicts of objects the garbage collector does not track
+    (PlayerState has gc=False), so that neither dict is tracked: a plan's thousands of changed
+    players cost the young collection at the batch boundary nothing, where (state, ver) tuples
+    would. StateCache is one, bounded."""
 
-    States and vers are kept in two dicts of objects the garbage collector does not track
-    (PlayerState has gc=False), so that neither dict is ever tracked: a dict of (state, ver)
-    tuples was re-tracked on every store and traversed whole by every young collection, pauses
-    that grew with the cache.
-    """
+    __slots__ = ("_states", "_vers")
 
-    __slots__ = ("_capacity", "_states", "_vers")
-
-    def __init__(self, capacity: int) -> None:
-        self._capacity = capacity
+    def __init__(self) -> None:
         self._states: dict[str, PlayerState] = {}
         self._vers: dict[str, int] = {}
 
-    @property
-    def entries(self) -> Mapping[str, Entry]:
-        return self
+    def put(self, player: str, state: PlayerState, ver: int) -> None:
+        self._states[player] = state
+        self._vers[player] = ver
 
     def __getitem__(self, player: str) -> Entry:
         return self._states[player], self._vers[player]
@@ -51,15 +47,48 @@ class StateCache(Mapping[str, Entry]):
     def __len__(self) -> int:
         return len(self._states)
 
+    def __bool__(self) -> bool:
+        return bool(self._states)
+
+    def clear(self) -> None:
+        self._states.clear()
+        self._vers.clear()
+
+
+class StateCache(Entries):
+    """player -> (state, ver), at most `capacity` players; the least recently stored go first.
+
+    States and vers are kept in two dicts of objects the garbage collector does not track
+    (PlayerState has gc=False; see Entries), so that neither dict is ever tracked: a dict of
+    (state, ver) tuples was re-tracked on every store and traversed whole by every young
+    collection, pauses that grew with the cache.
+    """
+
+    __slots__ = ("_capacity",)
+
+    def __init__(self, capacity: int) -> None:
+        super().__init__()
+        self._capacity = capacity
+
+    @property
+    def entries(self) -> Mapping[str, Entry]:
+        return self
+
     def store(self, entries: Mapping[str, Entry]) -> None:
         """Remember these (state, ver); evicts the oldest tenth when over capacity."""
         if self._capacity <= 0:
             return
         states, vers = self._states, self._vers
-        for player, (state, ver) in entries.items():
-            states.pop(player, None)  # re-inserted last: dict order is recency
-            states[player] = state
-            vers[player] = ver
+        if isinstance(entries, Entries):  # a plan's: no (state, ver) tuple made per player
+            for player, state in entries._states.items():
+                states.pop(player, None)  # re-inserted last: dict order is recency
+                states[player] = state
+                vers[player] = entries._vers[player]
+        else:
+            for player, (state, ver) in entries.items():
+                states.pop(player, None)
+                states[player] = state
+                vers[player] = ver
         excess = len(states) - self._capacity
         if excess > 0:
             excess += self._capacity // 10  # evict in bulk, not one key per stored player
@@ -71,10 +100,6 @@ class StateCache(Mapping[str, Entry]):
         for player in players:
             if self._states.pop(player, None) is not None:
                 del self._vers[player]
-
-    def clear(self) -> None:
-        self._states.clear()
-        self._vers.clear()
 
 
 class Overlay(Mapping[str, Entry]):

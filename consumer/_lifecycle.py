@@ -38,7 +38,7 @@ from consumer._dead_letters import Stop
 from consumer._errors import CorruptState, RedisBehind
 from consumer._kafka import is_fatal
 from consumer._log_range import LogRange
-from consumer._metrics import Metrics
+from consumer._metrics import Metrics, observe_many
 from consumer._partitions import Partitions
 from consumer._retry import RedisRetry, retriable
 from consumer._stages import DECODE, NO_STAGES, RELAY, StageTimer
@@ -340,9 +340,7 @@ class Lifecycle:
         m.batch_duration.observe(time.perf_counter() - started)
         m.pool_players.set(plan.player_count)
         now_ms = time.time_ns() // 1_000_000
-        observe = m.event_to_commit.observe
-        for ts in plan.counted_ts:
-            observe(max(0, now_ms - ts) / 1000)
+        observe_many(m.event_to_commit, [max(0, now_ms - ts) / 1000 for ts in plan.counted_ts])
 
 
 def _lay_over(view: View, plan: Plan) -> None:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
 import time
+from collections.abc import Iterable
 from http.server import ThreadingHTTPServer
 from typing import Final
 
@@ -144,6 +146,28 @@ class Metrics:
 
     def ready(self) -> bool:
         return all(self.ready_flags.values())
+
+
+def observe_many(histogram: Histogram, amounts: Iterable[float]) -> None:
+    """`histogram.observe(a)` for every amount, as one update of each bucket and of the sum.
+
+    The bucket counts are exactly those of one `observe` per amount (an amount counts in the
+    first bucket whose bound is >= it) and the sum differs at most by float rounding (added once,
+    not amount by amount); for the ~1,000 event times of a batch this is one lock and one `inc`
+    per bucket instead of per event. It reads prometheus_client's Histogram internals
+    (`_upper_bounds`, `_buckets`, `_sum`: the version is pinned in constraints.txt), so it takes
+    only a histogram without labels; tests/consumer/test_metrics.py compares it with `observe`.
+    """
+    ordered = sorted(amounts)
+    if not ordered:
+        return
+    below = 0
+    for bound, bucket in zip(histogram._upper_bounds, histogram._buckets, strict=True):
+        upto = bisect.bisect_right(ordered, bound)
+        if upto > below:
+            bucket.inc(upto - below)
+            below = upto
+    histogram._sum.inc(sum(ordered))
 
 
 def serve(metrics: Metrics, host: str, port: int) -> ThreadingHTTPServer:

@@ -35,7 +35,18 @@ from redis_layout import Keys
 from runtime.kafka_produce import produce_waiting
 
 GROUP: Final = "relay"
-_ENTRY: Final = msgspec.msgpack.Decoder(list[tuple[str, bytes]])
+
+
+class _Message(msgspec.Struct, array_like=True, gc=False, forbid_unknown_fields=True, frozen=True):
+    """One [player, rating-change bytes] pair of an entry, decoded as strictly as a tuple would
+    be (exactly two items, a str and bytes); gc=False: the thousands a pump holds until the
+    broker confirms them are never scanned by the garbage collector, where tuples would be."""
+
+    player: str
+    value: bytes
+
+
+_ENTRY: Final = msgspec.msgpack.Decoder(list[_Message])
 _ACK_CHUNK: Final = 1000
 log = logging.getLogger("adr.consumer.relay")
 
@@ -45,7 +56,7 @@ class _Entry:
 
     __slots__ = ("entry_id", "failed", "messages", "pending", "sent")
 
-    def __init__(self, entry_id: bytes, messages: list[tuple[str, bytes]]) -> None:
+    def __init__(self, entry_id: bytes, messages: list[_Message]) -> None:
         self.entry_id = entry_id
         self.messages = messages
         self.sent = 0  # messages handed to the producer so far
@@ -196,18 +207,23 @@ class Relay:
     def _produce(self, deadline: float) -> None:
         """Hand the unsent messages to the producer, in order, until done or `deadline` (a full
         local queue: the broker is slow or down)."""
+        produce, topic = self._producer.produce, self._config.rating_topic
         while self._unsent:
             entry = self._unsent[0]
             delivered = self._on_delivery(entry)
             messages = entry.messages
             while entry.sent < len(messages):
-                player, value = messages[entry.sent]
-                queued = produce_waiting(
-                    self._producer, self._config.rating_topic, value, player, on_delivery=delivered,
-                    deadline=deadline, on_wait=self._metrics.tick,
-                )  # fmt: skip
-                if not queued:
-                    return  # the next pump goes on from here
+                message = messages[entry.sent]
+                value, player = message.value, message.player
+                try:  # the common case in one call; a full local queue waits in produce_waiting
+                    produce(topic, value, player, on_delivery=delivered)
+                except BufferError:
+                    queued = produce_waiting(
+                        self._producer, topic, value, player, on_delivery=delivered,
+                        deadline=deadline, on_wait=self._metrics.tick,
+                    )  # fmt: skip
+                    if not queued:
+                        return  # the next pump goes on from here
                 entry.sent += 1
                 self._in_flight += 1
             self._unsent.popleft()

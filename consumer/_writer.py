@@ -21,7 +21,7 @@ from typing import Final, NamedTuple
 
 import redis
 
-from consumer._batch import Accepted, Plan, View, rate_batch
+from consumer._batch import Accepted, Plan, View, batch_reads, rate_batch
 from consumer._cache import Overlay, StateCache
 from consumer._dead_letters import Stop
 from consumer._errors import RedisBehind
@@ -62,12 +62,9 @@ class Batch:
         started: float,
         keys: Keys,
     ) -> None:
-        events = [a.event for a in accepted]
         self.accepted = accepted
         self.next_offsets = next_offsets
-        self.players = list(dict.fromkeys(p for e in events for p in (e.attacker, e.victim)))
-        self.pairs = list(dict.fromkeys(keys.cooldown(e.attacker, e.victim) for e in events))
-        self.ids = list(dict.fromkeys(keys.event_id(e.id) for e in events))
+        self.players, self.pairs, self.ids = batch_reads(accepted, keys)
         self.partitions = list(next_offsets)
         self.size = size
         self.started = started
