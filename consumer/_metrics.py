@@ -156,7 +156,8 @@ def observe_many(histogram: Histogram, amounts: Iterable[float]) -> None:
     not amount by amount); for the ~1,000 event times of a batch this is one lock and one `inc`
     per bucket instead of per event. It reads prometheus_client's Histogram internals
     (`_upper_bounds`, `_buckets`, `_sum`: the version is pinned in constraints.txt), so it takes
-    only a histogram without labels; tests/consumer/test_consumer_metrics.py compares it with `observe`.
+    only a histogram without labels; tests/consumer/test_consumer_metrics.py compares it with
+    `observe`.
     """
     ordered = sorted(amounts)
     if not ordered:
