@@ -359,13 +359,24 @@ def main() -> int:
     ap = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    ap.add_argument("--events", type=int, default=1_000_000)
-    ap.add_argument("--players", type=int, default=100_000)
-    ap.add_argument("--arenas", type=int, default=1000)
-    ap.add_argument("--partitions", type=int, default=4)
-    ap.add_argument("--steady-rate", type=int, default=5000)
-    ap.add_argument("--steady-seconds", type=int, default=60)
-    ap.add_argument("--naive-seconds", type=float, default=20.0)
+    ap.add_argument("--events", type=int, default=1_000_000, help="backlog size (default 1000000)")
+    ap.add_argument(
+        "--players", type=int, default=100_000, help="distinct players (default 100000)"
+    )
+    ap.add_argument("--arenas", type=int, default=1000, help="arenas, the keys (default 1000)")
+    ap.add_argument("--partitions", type=int, default=4, help="kill-events partitions (default 4)")
+    ap.add_argument(
+        "--steady-rate",
+        type=int,
+        default=5000,
+        help="the first steady phase's events/s (default 5000)",
+    )
+    ap.add_argument(
+        "--steady-seconds", type=int, default=60, help="length of each steady phase (default 60)"
+    )
+    ap.add_argument(
+        "--naive-seconds", type=float, default=20.0, help="length of the naive phase (default 20)"
+    )
     add_kafka_arguments(ap)
     args = ap.parse_args()
     _KAFKA = kafka_settings_from_args(args)
