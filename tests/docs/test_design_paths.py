@@ -4,6 +4,8 @@ or the document's own folder), so a rename that forgets a page fails here."""
 
 from __future__ import annotations
 
+import functools
+import os
 import re
 from pathlib import Path
 
@@ -11,9 +13,12 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = sorted(
-    str(p.relative_to(REPO))
-    for pattern in ("*.md", "*/README.md", "docs/*.md", "schemas/*.md")
-    for p in REPO.glob(pattern)
+    {
+        str(p.relative_to(REPO))
+        for pattern in ("*.md", "*/README.md", "docs/*.md", "schemas/*.md")
+        for p in REPO.glob(pattern)
+        if not p.relative_to(REPO).parts[0].startswith(".")
+    }
 )
 ELSEWHERE = {
     "adr-reading.md",  # ../shared/adr-reading.md, the binding reading of the algorithm
@@ -22,13 +27,15 @@ ELSEWHERE = {
 _PATH = re.compile(r"(?<![\w./-])((?:\.\./)?[\w.*/-]*\w\.(?:py|lua|json|md))(?![\w/])")
 
 
-def _tree_names() -> set[str]:
-    skip = {".git", ".venv", ".cache", "node_modules", "build", "dist"}
-    return {
-        p.name
-        for p in REPO.rglob("*")
-        if p.is_file() and not skip.intersection(p.relative_to(REPO).parts)
-    }
+@functools.cache
+def _tree_names() -> frozenset[str]:
+    """The names of the files in the tree, walked once (skipped folders are not entered)."""
+    skip = {".git", ".venv", ".cache", ".pytest_cache", "node_modules", "build", "dist"}
+    names: set[str] = set()
+    for _root, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if d not in skip]
+        names.update(files)
+    return frozenset(names)
 
 
 def _missing(doc: str) -> list[str]:
