@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from engine import ParamError, Params
 from runtime._errors import RuntimeConfigError
@@ -26,18 +26,6 @@ def add_service_arguments(parser: argparse.ArgumentParser, settings: type, epilo
     add_param_argument(parser)
 
 
-def service_values(
-    settings: type, args: argparse.Namespace, environ: Mapping[str, str]
-) -> dict[str, Any]:
-    """The field values of `settings` (flag > env > file > default), with `kafka` (the Kafka
-    settings) and `params` (the engine parameter overrides, NAME -> VALUE). Raises
-    RuntimeConfigError or engine.ParamError."""
-    values = settings_from_args(settings, args, environ)
-    values["kafka"] = kafka_settings_from_args(args, environ)
-    values["params"] = param_overrides_from_args(args, environ)
-    return values
-
-
 _Settings = TypeVar("_Settings")
 
 
@@ -47,17 +35,19 @@ def service_config(
     environ: Mapping[str, str] | None,
     error: type[Exception],
     *,
-    engine_params: bool = False,
+    checked_params: bool = False,
 ) -> _Settings:
     """`settings` from parsed flags over environment variables (`os.environ` when None) over the
     config file over defaults. A value that cannot be read raises `error`, the service's root
-    exception, with the reason. With `engine_params`, `params` is checked into engine.Params
-    here; otherwise it stays the NAME -> VALUE overrides."""
+    exception, with the reason. Besides the settings, `kafka` takes the operator's Kafka settings
+    and `params` the engine parameter overrides: checked into engine.Params here with
+    `checked_params`, else the NAME -> VALUE overrides."""
     env = os.environ if environ is None else environ
     try:
-        values = service_values(settings, args, env)
-        if engine_params:
-            values["params"] = Params.from_overrides(values["params"])
+        values = settings_from_args(settings, args, env)
+        values["kafka"] = kafka_settings_from_args(args, env)
+        overrides = param_overrides_from_args(args, env)
+        values["params"] = Params.from_overrides(overrides) if checked_params else overrides
     except (ParamError, RuntimeConfigError) as exc:
         raise error(str(exc)) from exc
     return settings(**values)
