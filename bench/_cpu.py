@@ -7,6 +7,8 @@ import resource
 import time
 from typing import Any
 
+import redis
+
 from stack._procs import pid_cmdline
 
 _TICK_S = 1 / os.sysconf("SC_CLK_TCK")
@@ -43,12 +45,25 @@ def stack_pids(redis_url: str) -> dict[str, int]:
     return found
 
 
+def _commandstats(client: redis.Redis) -> dict[str, tuple[int, int]]:
+    """command -> (calls, µs) so far, from INFO commandstats. A command a script runs is counted
+    both on its own line and inside the script's (evalsha) line."""
+    stats: Any = client.info("commandstats")
+    return {
+        name.removeprefix("cmdstat_"): (int(v["calls"]), int(v["usec"]))
+        for name, v in stats.items()
+    }
+
+
 class CpuMeter:
-    """CPU time per process over a phase: where the machine's two cores went, per event."""
+    """CPU time per process over a phase: where the machine's two cores went, per event, and
+    Redis's time per command."""
 
     def __init__(self, redis_url: str, children: str | None = None) -> None:
         self.pids = {"consumer": os.getpid(), **stack_pids(redis_url)}
         self.children = children
+        self._redis = redis.Redis.from_url(redis_url)
+        self._commands = _commandstats(self._redis)
         self._start = self._sample()
 
     def _sample(self) -> dict[str, float]:
@@ -74,8 +89,19 @@ class CpuMeter:
         used["other"] = used["machine"] - sum(
             v for k, v in used.items() if k not in ("machine", "stolen")
         )
+        commands = _commandstats(self._redis)
+        self._redis.close()
+        per_command = {}
+        for name, (calls, usec) in sorted(commands.items(), key=lambda kv: -kv[1][1]):
+            calls0, usec0 = self._commands.get(name, (0, 0))
+            if calls > calls0:
+                per_command[name] = {
+                    "calls_per_event": round((calls - calls0) / events, 3),
+                    "us_per_event": round((usec - usec0) / events, 2),
+                }
         return {
             "cores_busy": {k: round(v / wall, 2) for k, v in used.items()},
             "cpu_us_per_event": {k: round(v / events * 1e6, 1) for k, v in used.items()},
             "consumer_major_page_faults": faults,  # pages this process had to read back in
+            "redis_commands": per_command,
         }
