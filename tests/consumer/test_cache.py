@@ -21,22 +21,52 @@ def test_never_over_capacity_and_the_latest_store_is_always_kept(
     capacity: int, stores: list[list[int]]
 ) -> None:
     cache = StateCache(capacity)
+    latest: dict[str, int] = {}
     for ver, players in enumerate(stores):
         batch = {f"p{i}": (STATE, ver) for i in players}
         cache.store(batch)
+        latest.update(dict.fromkeys(batch, ver))
         assert len(cache) <= capacity
-        if len(batch) <= capacity - capacity // 10:
+        assert len(list(cache)) == len(cache) == len(set(cache))
+        if len(batch) <= capacity:
             assert all(cache.entries[p] == entry for p, entry in batch.items())
+        for player in cache:  # a held entry is the latest stored, never an older generation's
+            assert cache.entries[player] == (STATE, latest[player])
+            assert cache.entries.get(player) == (STATE, latest[player]) and player in cache
+
+
+@given(
+    capacity=st.integers(min_value=2, max_value=40),
+    stores=st.lists(st.lists(st.integers(0, 60), max_size=10), max_size=40),
+)
+def test_the_most_recently_stored_half_of_capacity_is_held(
+    capacity: int, stores: list[list[int]]
+) -> None:
+    """Two generations hold at least what an LRU of half the capacity would, less one store."""
+    cache = StateCache(capacity)
+    recency: dict[str, None] = {}  # players, least recently stored first
+    largest = 0
+    for players in stores:
+        batch = {f"p{i}": (STATE, 0) for i in players}
+        cache.store(batch)
+        for player in batch:
+            recency.pop(player, None)
+            recency[player] = None
+        largest = max(largest, len(batch))
+        held = (capacity + 1) // 2 - largest
+        if held > 0:
+            assert all(player in cache for player in list(recency)[-held:])
 
 
 def test_eviction_drops_the_least_recently_stored() -> None:
     cache = StateCache(10)
     cache.store({f"p{i}": (STATE, 1) for i in range(10)})
-    cache.store({"p0": (STATE, 2)})  # p0 is now the most recent
-    cache.store({"new": (STATE, 1)})  # over capacity: the oldest tenth (+1) goes
-    assert "p0" in cache.entries and "new" in cache.entries
-    assert "p1" not in cache.entries and "p2" not in cache.entries
-    assert cache.entries["p0"] == (STATE, 2)
+    cache.store({"p0": (STATE, 2)})  # p0 is now the most recent: its old entry goes first
+    assert len(cache) == 10 and cache.entries["p0"] == (STATE, 2)
+    for i, gone in ((10, "p1"), (11, "p2"), (12, "p3")):  # over capacity: the oldest goes
+        cache.store({f"p{i}": (STATE, 1)})
+        assert gone not in cache.entries and len(cache) == 10
+    assert "p0" in cache.entries and "p4" in cache.entries
 
 
 def test_capacity_zero_keeps_nothing_and_forget_drops() -> None:
