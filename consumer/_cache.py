@@ -164,11 +164,12 @@ class StateCache(Entries):
 
 class Overlay(Mapping[str, Entry]):
     """`newer` laid over `older` (e.g. what a write ahead leaves, over the cache): a lookup is
-    two dict probes, where collections.ChainMap's runs a generator in Python."""
+    two dict probes, where collections.ChainMap's runs a generator in Python. Both are Entries,
+    so that compiled, a lookup calls their methods directly."""
 
     __slots__ = ("_newer", "_older")
 
-    def __init__(self, newer: Mapping[str, Entry], older: Mapping[str, Entry]) -> None:
+    def __init__(self, newer: Entries, older: Entries) -> None:
         self._newer = newer
         self._older = older
 

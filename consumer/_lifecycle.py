@@ -35,6 +35,7 @@ from consumer._cache import StateCache
 from consumer._clients import Clients
 from consumer._collector import Collector
 from consumer._dead_letters import Stop
+from consumer._decoding import decode_messages, next_offsets
 from consumer._errors import CorruptState, RedisBehind
 from consumer._kafka import is_fatal
 from consumer._log_range import LogRange
@@ -46,7 +47,7 @@ from consumer._writer import Batch, Ready, Writer
 from consumer.config import Config
 from engine import Params
 from redis_layout import Keys
-from schemas import Limits, Reason, SchemaError, check_key, decode_kill_event
+from schemas import Limits
 
 log = logging.getLogger("adr.consumer")
 
@@ -153,8 +154,7 @@ class Lifecycle:
             accepted = [a for a in accepted if not _stopped(stops, a.partition, a.offset)]
             if not good:
                 return None
-        next_offsets = {cast(int, m.partition()): cast(int, m.offset()) + 1 for m in good}
-        return Batch(accepted, next_offsets, len(good), started, self._keys)
+        return Batch(accepted, next_offsets(good), len(good), started, self._keys)
 
     def rate(self, batch: Batch) -> Plan:
         """3. Dedup and rate `batch` on a fresh read (no write ahead of it)."""
@@ -283,24 +283,11 @@ class Lifecycle:
 
     def _decode(self, messages: list[Message]) -> tuple[list[Accepted], list[tuple[Message, str]]]:
         """Typed kill events, and the messages that are not (with their reason)."""
-        now_ms = time.time_ns() // 1_000_000
-        accepted: list[Accepted] = []
-        rejected: list[tuple[Message, str]] = []
-        limits = self._limits
-        for m in messages:
-            try:
-                event = decode_kill_event(m.value() or b"", now_ms, limits)  # None: a tombstone
-                check_key(event, m.key())
-            except SchemaError as exc:
-                rejected.append((m, exc.reason.value))
-                continue
-            except Exception as exc:  # a decoder bug: the fuzz tests say this cannot happen
-                self._metrics.swallowed.labels("decode").inc()
-                log.error("decoder raised", extra={"error": repr(exc), "offset": m.offset()})
-                rejected.append((m, Reason.UNDECODABLE.value))
-                continue
-            accepted.append(Accepted(m.partition(), m.offset(), event, m))  # type: ignore[arg-type]
-        return accepted, rejected
+        decoded = decode_messages(messages, time.time_ns() // 1_000_000, self._limits)
+        for m, error in decoded.failures:
+            self._metrics.swallowed.labels("decode").inc()
+            log.error("decoder raised", extra={"error": error, "offset": m.offset()})
+        return decoded.accepted, decoded.rejected
 
     def _dead_letter_rated(self, batch: Batch, plan: Plan) -> bool:
         """Dead-letter the events rating left out (Plan.rejected: `id_reused`, `corrupt_state`,

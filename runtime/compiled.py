@@ -67,6 +67,7 @@ COMPILED: Final = (
     "engine/_book.py",
     "consumer/_batch.py",
     "consumer/_cache.py",
+    "consumer/_decoding.py",
     "redis_layout/keys.py",
     "redis_layout/player_codec.py",
 )

@@ -7,7 +7,7 @@ from collections import ChainMap
 from hypothesis import given
 from hypothesis import strategies as st
 
-from consumer._cache import Overlay, StateCache
+from consumer._cache import Entries, Overlay, StateCache
 from engine import Params, new_player
 
 STATE = new_player(Params())
@@ -86,7 +86,9 @@ def test_capacity_zero_keeps_nothing_and_forget_drops() -> None:
 def test_overlay_reads_like_a_chain_map_newer_first(
     newer: dict[str, int], older: dict[str, int]
 ) -> None:
-    top = {p: (STATE, v) for p, v in newer.items()}
+    top = Entries()
+    for p, v in newer.items():
+        top.put(p, STATE, v)
     cache = StateCache(100)
     cache.store({p: (STATE, v) for p, v in older.items()})
     overlay, chained = Overlay(top, cache), ChainMap(top, cache.entries)  # type: ignore[arg-type]
