@@ -181,6 +181,10 @@ def sustained(bootstrap: str, redis_url: str, topic: str, n: int, params: Params
         run_pipeline(pipeline, done)
     cpu = meter.report(n)
     cpu["cpu_us_per_event"]["consumer_rating"] = round(rating.seconds / n * 1e6, 1)
+    # Wall time the consumer's thread spent waiting for its atomic writes (the write sent behind
+    # a read runs while the next batch is rated; what it takes beyond that is waited for here).
+    waited = pipeline.metrics.registry.get_sample_value("adr_redis_write_seconds_sum") or 0.0
+    cpu["redis_write_wait_us_per_event"] = round(waited / n * 1e6, 1)
     assert pipeline.first_write is not None
     seconds = pipeline.last_write - pipeline.first_write
     return {"events": n, "seconds": round(seconds, 2), "events_per_s": round(n / seconds), **cpu}
