@@ -8,7 +8,7 @@ import logging
 from consumer._errors import ConsumerError
 from consumer.config import add_arguments, from_args
 from engine import ParamError, Params
-from runtime import RuntimeConfigError, redact_text
+from runtime import ProbeServerError, RuntimeConfigError, redact_text
 from runtime import logs as _log
 
 __all__ = ["add_arguments", "run"]  # what adr_cli.main calls
@@ -34,5 +34,11 @@ def run(args: argparse.Namespace) -> int:
     except (KafkaException, RuntimeConfigError) as exc:  # librdkafka refused a setting
         log.error("bad Kafka configuration", extra={"error": redact_text(str(exc))})
         return EXIT_CONFIG
-    pipeline.run()
+    try:
+        pipeline.run()
+    except ProbeServerError as exc:  # raised before the pipeline subscribes: nothing to undo
+        log.error("cannot serve metrics", extra={"error": str(exc)})
+        pipeline.kafka.close()
+        pipeline.redis.close()
+        return EXIT_CONFIG
     return 0

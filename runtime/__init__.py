@@ -6,13 +6,14 @@ The Redis names (`connect`, `pool_slot`, `RedisUrlError`) load on first use: eve
 imports this package, and only those that talk to Redis should pay for importing redis-py.
 
 Exceptions: `RuntimeConfigError` (root, a ValueError) ← `KafkaSettingsError`,
-`SecretFileError`, `SettingsError`, `RedisUrlError`.
+`SecretFileError`, `SettingsError`, `RedisUrlError`, `ProbeServerError`.
 """
 
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 
 from runtime._errors import (
     KafkaSettingsError,
+    ProbeServerError,
     RuntimeConfigError,
     SecretFileError,
     SettingsError,
@@ -29,6 +30,7 @@ from runtime.kafka_settings import (
 __all__ = [
     "KafkaSettings",
     "KafkaSettingsError",
+    "ProbeServerError",
     "RedisUrlError",
     "RuntimeConfigError",
     "SecretFileError",

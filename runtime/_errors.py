@@ -17,3 +17,8 @@ class SecretFileError(RuntimeConfigError):
 
 class SettingsError(RuntimeConfigError):
     """A flag, environment variable or config-file value does not fit its setting."""
+
+
+class ProbeServerError(RuntimeConfigError):
+    """The /metrics, /healthz and /readyz endpoint cannot listen (port in use, an address that is
+    not this host's, no permission for a low port)."""

@@ -9,6 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from runtime._errors import ProbeServerError
+
 
 def serve_probes(
     registry: CollectorRegistry,
@@ -44,7 +46,10 @@ def serve_probes(
         def log_message(self, format: str, *args: object) -> None:
             pass  # scrapes every few seconds would flood the JSON log
 
-    server = ThreadingHTTPServer((host, port), Handler)
+    try:
+        server = ThreadingHTTPServer((host, port), Handler)
+    except OSError as exc:  # e.g. EADDRINUSE: a clear error and exit code, not a traceback
+        raise ProbeServerError(f"cannot serve /metrics on {host}:{port}: {exc}") from None
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, name="probes", daemon=True).start()
     return server

@@ -20,7 +20,7 @@ from types import FrameType
 import redis
 from confluent_kafka import KafkaException
 
-from runtime import RuntimeConfigError, connect, redact_text
+from runtime import ProbeServerError, RuntimeConfigError, connect, redact_text
 from runtime import logs as _log
 from tierjob._calibration import CalibrationResult, Calibrator
 from tierjob._errors import TierJobError
@@ -98,7 +98,13 @@ def _forever(calibrator: Calibrator, topic: TopicPublisher, config: Config) -> i
     metrics = Metrics()
     if config.metrics_port:
         # A run may take a while on a large population; three intervals without one is a stall.
-        metrics.serve(config.metrics_port, config.metrics_host, max(3 * config.every, _MIN_STALL_S))
+        try:
+            metrics.serve(
+                config.metrics_port, config.metrics_host, max(3 * config.every, _MIN_STALL_S)
+            )
+        except ProbeServerError as exc:
+            print(f"adr calibrate: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     log.info(
         "calibrating",
         extra={
