@@ -21,7 +21,8 @@ import msgpack
 import msgspec
 
 from adr_cli._errors import CliError
-from engine import TIER_LABELS, EngineError, ParamError, Params, RatingBook, Snapshot
+from adr_cli._event_ids import RESEND, EventIds
+from engine import COUNTED, TIER_LABELS, EngineError, ParamError, Params, RatingBook, Snapshot
 from runtime.params import add_param_argument, param_overrides
 
 EXIT_OK: Final = 0
@@ -59,6 +60,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "from time t' is forgotten once t' + t_cooldown <= W - lateness, and dedup stays exact\n"
         "for every accepted event. The consumer's accepted event-age window defaults to the\n"
         "same 3600 s.\n\n"
+        "Event ids (the consumer's rule, schemas/kill_event.md): a counted event's id sent\n"
+        "again with the same arena, players and ts is a duplicate, even after the pair's\n"
+        "cooldown has moved on; with another kill it is rejected as 'id_reused'. An id is\n"
+        "remembered until W passes its ts by --lateness + t_cooldown.\n\n"
         "Exit codes: 0 done (malformed records are reported and skipped), 1 input/output\n"
         "error, 2 usage error (unknown --param name, bad value, bad --snapshot file)."
     )
@@ -126,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_IO
     started = time.monotonic()
     malformed = 0
+    by_id = _ById(EventIds(lateness_ms + params.pair_memory_ms))
     try:
         progress = _Progress(stream, args.progress)
         for number, item in _records(stream, args.format):
@@ -133,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
                 malformed += 1
                 _log("warning", "malformed", line=number, reason=str(item))
                 continue
-            book.apply(item.id, item.attacker, item.victim, item.ts)
+            by_id.apply(book, item)
             progress.tick(number)
         progress.done()
     except (OSError, ValueError) as exc:
@@ -142,14 +148,14 @@ def run(args: argparse.Namespace) -> int:
     finally:
         close()
     try:
-        _write_outputs(args.out_dir, book, malformed)
+        _write_outputs(args.out_dir, book, malformed, by_id)
     except OSError as exc:
         _log("error", "write_failed", path=str(args.out_dir), message=str(exc))
         return EXIT_IO
     elapsed = time.monotonic() - started
     _log(
-        "info", "replayed", counted=book.counted, duplicates=book.duplicates,
-        rejected=book.rejected + malformed, malformed=malformed, players=len(book),
+        "info", "replayed", counted=book.counted, duplicates=book.duplicates + by_id.resends,
+        rejected=book.rejected + malformed + by_id.reused, malformed=malformed, players=len(book),
         seconds=round(elapsed, 3),
     )  # fmt: skip
     return EXIT_OK
@@ -245,7 +251,7 @@ def _msgpack_records(stream: IO[bytes]) -> Iterator[tuple[int, ReplayEvent | _Ma
 # -- output -----------------------------------------------------------------------------------
 
 
-def _write_outputs(out_dir: Path, book: RatingBook, malformed: int) -> None:
+def _write_outputs(out_dir: Path, book: RatingBook, malformed: int, by_id: _ById) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     with _atomic(out_dir / "players.jsonl") as out:
         for player, s in book.iter_players():
@@ -258,16 +264,15 @@ def _write_outputs(out_dir: Path, book: RatingBook, malformed: int) -> None:
             out.write(json.dumps(record, separators=(",", ":"), allow_nan=False))
             out.write("\n")
     snap = book.snapshot
+    reasons = {**book.rejected_by_reason, "malformed": malformed, "id_reused": by_id.reused}
     population = {
         "boundaries": list(snap.boundaries) if snap.boundaries is not None else None,
         "mean_mu_active": snap.mean_mu_active,
         "sigma_mean": book.sigma_mean(),
         "counted": book.counted,
-        "duplicates": book.duplicates,
-        "rejected": book.rejected + malformed,
-        "rejected_by_reason": dict(
-            sorted({**book.rejected_by_reason, "malformed": malformed}.items())
-        ),
+        "duplicates": book.duplicates + by_id.resends,
+        "rejected": book.rejected + malformed + by_id.reused,
+        "rejected_by_reason": dict(sorted(reasons.items())),
         "active_count": snap.active_count,
         "snapshot_taken_at": snap.taken_at,
         "players": len(book),
@@ -275,6 +280,36 @@ def _write_outputs(out_dir: Path, book: RatingBook, malformed: int) -> None:
     with _atomic(out_dir / "population.json") as out:
         out.write(json.dumps(population, indent=2, allow_nan=False))
         out.write("\n")
+
+
+class _ById:
+    """The book behind the consumer's event-id rule (adr_cli/_event_ids.py): a counted id that
+    comes again within the horizon is a duplicate (same kill) or rejected (another kill) before
+    the book sees it; a late event stays late, as in the consumer, whose lateness check comes
+    first."""
+
+    __slots__ = ("ids", "resends", "reused")
+
+    def __init__(self, ids: EventIds) -> None:
+        self.ids = ids
+        self.resends = 0
+        self.reused = 0
+
+    def apply(self, book: RatingBook, item: ReplayEvent) -> None:
+        content = (item.arena, item.attacker, item.victim, item.ts)
+        watermark = book.watermark
+        late = watermark is not None and item.ts < watermark - book.lateness_ms
+        if not late and item.attacker != item.victim:  # the consumer's decoder rejects these
+            seen = self.ids.check(item.id, content)
+            if seen is not None:
+                if seen == RESEND:
+                    self.resends += 1
+                else:
+                    self.reused += 1
+                return
+        if book.apply(item.id, item.attacker, item.victim, item.ts) is COUNTED:
+            self.ids.remember(item.id, content)
+            self.ids.forget(book.watermark)
 
 
 class _atomic:

@@ -24,7 +24,7 @@ from runtime import compiled
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = (
     "import json; from runtime import compiled; state = compiled.activate();"
-    "import engine, consumer._batch, consumer._cache, redis_layout.player_codec, redis_layout.keys;"
+    "import importlib; [importlib.import_module(m) for m in compiled.MODULES];"
     "import sys; print(json.dumps([state, compiled.state(),"
     " {m: sys.modules[m].__file__ for m in compiled.MODULES}]))"
 )
