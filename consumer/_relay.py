@@ -7,10 +7,25 @@ every message of it; an entry read by an instance that then died is claimed by a
 `outbox_claim_idle_ms` and sent again: the only way a duplicate (same `id`) reaches
 `rating-changes`.
 
-While an entry waits for the broker (sent, not yet confirmed: "in flight") its owner keeps it
+How an entry is confirmed: the producer reports failed messages only
+(`delivery.report.only.error`, consumer/_kafka.py; the client still frees each message's state
+without calling Python), and success is read off the producer's queue. `len(producer)` counts
+every message handed to librdkafka and not yet destroyed, and a message is destroyed only after
+its delivery report was served by `poll` on this thread, its failure report calling this module's
+callback first. So when `len(producer)` is 0 right after a `poll`, every message produced before
+it was delivered or had its failure reported: the entries produced in full by then ("produced")
+are settled together, acknowledged unless a failure was reported for one of their messages. No
+order between messages or partitions is assumed; a message that never completes (message.timeout.ms
+is 0) keeps the queue from draining and delays every settlement, as it delayed its own entry's
+before. The queue drains whenever the relay stops producing, and it does once `relay_max_in_flight`
+messages are unsettled (it takes no new entries then), so settlement never waits for ever on a
+busy queue. A success report, should the producer be configured to send them, is ignored.
+
+While an entry waits for settlement (sent, not yet confirmed: "in flight") its owner keeps it
 fresh in the group (XCLAIM ... JUSTID resets its idle time) and never claims it again itself, so
 a slow or blocked broker delays rating changes but never duplicates them. An entry whose delivery
-failed leaves the in-flight set and is claimed again (by anyone) after `outbox_claim_idle_ms`.
+failed leaves the in-flight set when it is settled and is claimed again (by anyone) after
+`outbox_claim_idle_ms`.
 
 Each `pump` is bounded: it takes at most `relay_batch` entries, none while `relay_max_in_flight`
 messages wait for the broker, and stops producing after `relay_pump_ms` (a full local queue, a
@@ -54,14 +69,13 @@ log = logging.getLogger("adr.consumer.relay")
 class _Entry:
     """Delivery bookkeeping of one outbox entry."""
 
-    __slots__ = ("entry_id", "failed", "messages", "pending", "sent")
+    __slots__ = ("entry_id", "failed", "messages", "sent")
 
     def __init__(self, entry_id: bytes, messages: list[_Message]) -> None:
         self.entry_id = entry_id
         self.messages = messages
         self.sent = 0  # messages handed to the producer so far
-        self.pending = len(messages)  # messages without a delivery report
-        self.failed = False
+        self.failed = False  # a failure was reported for one of them
 
 
 class Relay:
@@ -78,9 +92,10 @@ class Relay:
         self._config = config
         self._metrics = metrics
         self._done: list[bytes] = []
-        self._in_flight = 0  # messages produced, no delivery report yet
-        self._mine: dict[bytes, _Entry] = {}  # entries read and not yet confirmed or failed
+        self._in_flight = 0  # messages produced, their entry not settled yet
+        self._mine: dict[bytes, _Entry] = {}  # entries read and not settled yet
         self._unsent: collections.deque[_Entry] = collections.deque()  # read, not all produced
+        self._produced: list[_Entry] = []  # produced in full, not settled yet
         self._next_claim = 0.0
         self._claim_from = "0-0"
         self._group_ready = False
@@ -92,10 +107,11 @@ class Relay:
         self._in_flight = 0
         self._mine.clear()
         self._unsent.clear()
+        self._produced.clear()
 
     @property
     def in_flight(self) -> int:
-        """Rating changes handed to the producer and not yet confirmed by the broker."""
+        """Rating changes handed to the producer whose entry is not settled yet."""
         return self._in_flight
 
     def pump(self) -> int:
@@ -103,6 +119,7 @@ class Relay:
         entries abandoned by others, read new ones (as room allows), then produce for at most
         `relay_pump_ms`; returns the entries taken."""
         self._producer.poll(0)
+        self._settle()
         if not self._group_ready:
             try:
                 self._r.xgroup_create(self._keys.outbox, GROUP, id="0", mkstream=True)
@@ -159,8 +176,8 @@ class Relay:
         )
 
     def _room(self) -> int:
-        """How many more entries may be taken: none while `relay_max_in_flight` messages wait for
-        the broker, and at most `relay_batch` read and not yet produced."""
+        """How many more entries may be taken: none while `relay_max_in_flight` messages are
+        unsettled, and at most `relay_batch` read and not yet produced."""
         if self._in_flight >= self._config.relay_max_in_flight:
             return 0
         return max(0, self._config.relay_batch - len(self._unsent))
@@ -207,42 +224,51 @@ class Relay:
     def _produce(self, deadline: float) -> None:
         """Hand the unsent messages to the producer, in order, until done or `deadline` (a full
         local queue: the broker is slow or down)."""
-        produce, topic = self._producer.produce, self._config.rating_topic
-        while self._unsent:
-            entry = self._unsent[0]
-            delivered = self._on_delivery(entry)
+        produce, topic, unsent = self._producer.produce, self._config.rating_topic, self._unsent
+        while unsent:
+            entry = unsent[0]
+            on_failure = self._on_failure(entry)
             messages = entry.messages
-            while entry.sent < len(messages):
-                message = messages[entry.sent]
-                value, player = message.value, message.player
+            for i in range(entry.sent, len(messages)):
+                message = messages[i]
                 try:  # the common case in one call; a full local queue waits in produce_waiting
-                    produce(topic, value, player, on_delivery=delivered)
+                    produce(topic, message.value, message.player, on_delivery=on_failure)
                 except BufferError:
                     queued = produce_waiting(
-                        self._producer, topic, value, player, on_delivery=delivered,
-                        deadline=deadline, on_wait=self._metrics.tick,
+                        self._producer, topic, message.value, message.player,
+                        on_delivery=on_failure, deadline=deadline, on_wait=self._metrics.tick,
                     )  # fmt: skip
                     if not queued:
+                        self._in_flight += i - entry.sent
+                        entry.sent = i
                         return  # the next pump goes on from here
-                entry.sent += 1
-                self._in_flight += 1
-            self._unsent.popleft()
+            self._in_flight += len(messages) - entry.sent
+            entry.sent = len(messages)
+            self._produced.append(unsent.popleft())
 
-    def _on_delivery(self, entry: _Entry) -> Any:
-        def delivered(err: KafkaError | None, _msg: Message) -> None:
-            self._in_flight -= 1
-            entry.pending -= 1
-            if err is not None:
-                entry.failed = True  # stays pending in the group: claimed and re-sent later
-                self._metrics.swallowed.labels("relay_delivery").inc()
-                log.warning("rating change not delivered", extra={"error": str(err)})
-            if entry.pending == 0:
-                if self._mine.get(entry.entry_id) is entry:
-                    del self._mine[entry.entry_id]
-                if not entry.failed:
-                    self._done.append(entry.entry_id)
+    def _on_failure(self, entry: _Entry) -> Any:
+        def failed(err: KafkaError | None, _msg: Message) -> None:
+            if err is None:
+                return  # a success report (not asked for): settlement reads the queue instead
+            entry.failed = True  # stays pending in the group: claimed and re-sent later
+            self._metrics.swallowed.labels("relay_delivery").inc()
+            log.warning("rating change not delivered", extra={"error": str(err)})
 
-        return delivered
+        return failed
+
+    def _settle(self) -> None:
+        """Settle the entries produced in full once the producer's queue is empty (just after
+        a `poll`): each was delivered, or a failure was reported for one of its messages (see
+        the module's docstring). The delivered ones are acknowledged with the next pump."""
+        if not self._produced or len(self._producer) > 0:
+            return
+        for entry in self._produced:
+            if self._mine.get(entry.entry_id) is entry:
+                del self._mine[entry.entry_id]
+            if not entry.failed:
+                self._done.append(entry.entry_id)
+        self._produced = []
+        self._in_flight = self._unsent[0].sent if self._unsent else 0
 
     def _queue_acknowledge(self, pipe: Any, ids: list[bytes]) -> None:
         for i in range(0, len(ids), _ACK_CHUNK):
@@ -267,8 +293,11 @@ class Relay:
         it (at most `timeout_s`; the rest is claimed by another instance later)."""
         deadline = time.monotonic() + timeout_s
         self._produce(deadline)
-        while self._in_flight > 0 and time.monotonic() < deadline:
+        self._producer.poll(0)
+        self._settle()
+        while self._produced and time.monotonic() < deadline:
             self._producer.poll(0.1)
+            self._settle()
             self._metrics.tick()
         self._acknowledge()
 
