@@ -63,6 +63,8 @@ class _Message(msgspec.Struct, array_like=True, gc=False, forbid_unknown_fields=
 
 _ENTRY: Final = msgspec.msgpack.Decoder(list[_Message])
 _ACK_CHUNK: Final = 1000
+_ANY_PARTITION: Final = -1
+"""librdkafka's RD_KAFKA_PARTITION_UA: the producer's partitioner picks by key, as by default."""
 log = logging.getLogger("adr.consumer.relay")
 
 
@@ -232,7 +234,9 @@ class Relay:
             for i in range(entry.sent, len(messages)):
                 message = messages[i]
                 try:  # the common case in one call; a full local queue waits in produce_waiting
-                    produce(topic, message.value, message.player, on_delivery=on_failure)
+                    # positional (topic, value, key, partition, on_delivery): a keyword argument
+                    # costs the client's argument parsing ~0.3 µs per message
+                    produce(topic, message.value, message.player, _ANY_PARTITION, on_failure)
                 except BufferError:
                     queued = produce_waiting(
                         self._producer, topic, message.value, message.player,
