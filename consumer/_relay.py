@@ -226,11 +226,21 @@ class Relay:
     def _produce(self, deadline: float) -> None:
         """Hand the unsent messages to the producer, in order, until done or `deadline` (a full
         local queue: the broker is slow or down)."""
-        produce, topic, unsent = self._producer.produce, self._config.rating_topic, self._unsent
+        unsent = self._unsent
         while unsent:
-            entry = unsent[0]
-            on_failure = self._on_failure(entry)
-            messages = entry.messages
+            if not self._produce_entry(unsent[0], deadline):
+                return  # the next pump goes on from here
+            self._produced.append(unsent.popleft())
+
+    def _produce_entry(self, entry: _Entry, deadline: float) -> bool:
+        """Hand the rest of `entry` to the producer; False if `deadline` came first. What was
+        handed over counts as sent even when the producer refuses a message (KafkaException),
+        so that a later pump never produces it twice."""
+        produce, topic = self._producer.produce, self._config.rating_topic
+        on_failure = self._on_failure(entry)
+        messages = entry.messages
+        i = entry.sent
+        try:
             for i in range(entry.sent, len(messages)):
                 message = messages[i]
                 try:  # the common case in one call; a full local queue waits in produce_waiting
@@ -243,12 +253,12 @@ class Relay:
                         on_delivery=on_failure, deadline=deadline, on_wait=self._metrics.tick,
                     )  # fmt: skip
                     if not queued:
-                        self._in_flight += i - entry.sent
-                        entry.sent = i
-                        return  # the next pump goes on from here
-            self._in_flight += len(messages) - entry.sent
-            entry.sent = len(messages)
-            self._produced.append(unsent.popleft())
+                        return False
+            i = len(messages)
+            return True
+        finally:
+            self._in_flight += i - entry.sent
+            entry.sent = i
 
     def _on_failure(self, entry: _Entry) -> Any:
         def failed(err: KafkaError | None, _msg: Message) -> None:

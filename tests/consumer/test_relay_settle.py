@@ -11,8 +11,9 @@ from typing import Any
 
 import consumer_support as S
 import msgspec
+import pytest
 import redis
-from confluent_kafka import Producer
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import (  # type: ignore[attr-defined]
     AlterConfigOpType,
     ConfigEntry,
@@ -157,6 +158,28 @@ def test_every_entry_is_acknowledged_once_after_all_its_messages_are_delivered(
         total = sum(len(ids) for ids in messages.values())
         got = _ids_in(kafka_bootstrap, topic, total)
         assert got == Counter(i for ids in messages.values() for i in ids)
+    finally:
+        relay._producer.flush(5)
+        client.close()
+
+
+def test_a_message_the_producer_refuses_is_retried_without_sending_the_ones_before_it_again(
+    kafka_bootstrap: str, kafka_admin: TopicAdmin, redis_url: str, unique_name
+) -> None:
+    """A rating change above the producer's message.max.bytes (1 MB) makes produce() raise; the
+    pump raises, and each retry starts at that message: the ones before it are sent once."""
+    topic = kafka_admin.create(unique_name("ratings"), partitions=2)
+    keys = Keys(unique_name("ns"))
+    client = redis.Redis.from_url(redis_url)
+    relay = _relay(client, kafka_bootstrap, keys, topic)
+    try:
+        entry, ids = _add(client, keys, "e", [100, 100, 2_000_000, 100])
+        for _ in range(3):
+            with pytest.raises(KafkaException):
+                relay.pump()
+        relay._producer.flush(10)
+        assert entry not in relay.acked and client.xlen(keys.outbox) == 1
+        assert _ids_in(kafka_bootstrap, topic, 2) == Counter(ids[:2])
     finally:
         relay._producer.flush(5)
         client.close()
