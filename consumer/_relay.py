@@ -7,19 +7,23 @@ every message of it; an entry read by an instance that then died is claimed by a
 `outbox_claim_idle_ms` and sent again: the only way a duplicate (same `id`) reaches
 `rating-changes`.
 
-How an entry is confirmed: the producer reports failed messages only
-(`delivery.report.only.error`, consumer/_kafka.py; the client still frees each message's state
-without calling Python), and success is read off the producer's queue. `len(producer)` counts
-every message handed to librdkafka and not yet destroyed, and a message is destroyed only after
-its delivery report was served by `poll` on this thread, its failure report calling this module's
-callback first. So when `len(producer)` is 0 right after a `poll`, every message produced before
-it was delivered or had its failure reported: the entries produced in full by then ("produced")
-are settled together, acknowledged unless a failure was reported for one of their messages. No
-order between messages or partitions is assumed; a message that never completes (message.timeout.ms
-is 0) keeps the queue from draining and delays every settlement, as it delayed its own entry's
-before. The queue drains whenever the relay stops producing, and it does once `relay_max_in_flight`
-messages are unsettled (it takes no new entries then), so settlement never waits for ever on a
-busy queue. A success report, should the producer be configured to send them, is ignored.
+How an entry is confirmed ("settled"), without a Python call per delivered message: the producer
+reports failed messages only (`delivery.report.only.error`, consumer/_kafka.py; the client keeps
+librdkafka reporting every message to its C callback, which frees the message's state and skips
+the Python callback on success), and success is read off the producer's queue. Why that is safe:
+(1) `len(producer)` counts every message from `produce()` until librdkafka destroys it; (2) it
+destroys a message only after serving its delivery report through `poll` on the calling thread,
+which runs this module's failure callback first (a failed message marks its entry); (3) so if
+`len(producer)` is 0 just after a `poll`, every message produced before that was delivered or
+its entry is marked. The entries produced in full by then settle together: acknowledged unless
+marked. Nothing is assumed about the order of deliveries across messages or partitions, so
+idempotence and `max.in.flight` play no part in it. The cost: entries settle only when the queue
+is empty. It empties whenever the relay stops producing, and the relay does once
+`relay_max_in_flight` sent messages are unsettled (it takes no new entries then and produces the
+at most `relay_batch` it holds), so a busy queue delays settlement boundedly; a message that
+never completes (`message.timeout.ms` is 0: a partition without a leader) delays every entry's
+settlement, not only its own. A success report, should the producer be configured to send them,
+is ignored.
 
 While an entry waits for settlement (sent, not yet confirmed: "in flight") its owner keeps it
 fresh in the group (XCLAIM ... JUSTID resets its idle time) and never claims it again itself, so
@@ -28,7 +32,7 @@ failed leaves the in-flight set when it is settled and is claimed again (by anyo
 `outbox_claim_idle_ms`.
 
 Each `pump` is bounded: it takes at most `relay_batch` entries, none while `relay_max_in_flight`
-messages wait for the broker, and stops producing after `relay_pump_ms` (a full local queue, a
+sent messages are unsettled, and stops producing after `relay_pump_ms` (a full local queue, a
 down broker); what it read and has not produced yet is produced by the next pumps, in order.
 (The bounds are the consumer's Config fields.)
 """
