@@ -110,9 +110,10 @@ class Config:
     relay_max_in_flight: int = setting(
         100_000,
         env="ADR_RELAY_MAX_IN_FLIGHT",
-        help="no new outbox entries while this many messages await the broker",
+        help="no new outbox entries while this many messages sent are not settled",
     )
-    """The relay takes no new outbox entries while this many rating changes wait for the broker."""
+    """The relay takes no new outbox entries while this many rating changes sent are not settled
+    (confirmed or failed; they settle when the producer's queue is empty, consumer/_relay.py)."""
     relay_pump_ms: int = setting(
         500,
         env="ADR_RELAY_PUMP_MS",

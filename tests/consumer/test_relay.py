@@ -56,6 +56,7 @@ def _producer(bootstrap: str) -> Producer:
             "enable.idempotence": True,
             "acks": "all",
             "linger.ms": 5,
+            "delivery.report.only.error": True,
             "message.timeout.ms": 0,
             "queue.buffering.max.messages": 3 * MESSAGES_PER_ENTRY,
         }
