@@ -46,7 +46,7 @@ from typing import Any, Final
 
 import msgspec
 import redis
-from confluent_kafka import KafkaError, Message, Producer
+from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from consumer._metrics import Metrics
 from consumer.config import Config
@@ -66,6 +66,7 @@ class _Message(msgspec.Struct, array_like=True, gc=False, forbid_unknown_fields=
 
 
 _ENTRY: Final = msgspec.msgpack.Decoder(list[_Message])
+_ONE: Final = msgspec.msgpack.Encoder()
 _ACK_CHUNK: Final = 1000
 _ANY_PARTITION: Final = -1
 """librdkafka's RD_KAFKA_PARTITION_UA: the producer's partitioner picks by key, as by default."""
@@ -181,6 +182,22 @@ class Relay:
             extra={"entry": entry_id.decode(), "to": self._keys.outbox_quarantine, "error": error},
         )
 
+    def _quarantine_message(self, entry_id: bytes, message: _Message, exc: Exception) -> None:
+        """Move one rating change the producer refuses for good (larger than its
+        message.max.bytes) to the quarantine stream, as an entry of its own: kept for the
+        operator, and the rest of its entry goes on, so no relay stops on it again."""
+        kept: dict[Any, Any] = {
+            b"m": _ONE.encode([(message.player, message.value)]),
+            b"entry": entry_id,
+            b"error": f"{type(exc).__name__}: {exc}",
+        }
+        self._r.xadd(self._keys.outbox_quarantine, kept)
+        self._metrics.corrupt_state.labels("outbox").inc()
+        log.error(
+            "rating change refused by the producer, moved to quarantine",
+            extra={"entry": entry_id.decode(), "player": message.player, "error": str(exc)},
+        )
+
     def _room(self) -> int:
         """How many more entries may be taken: none while `relay_max_in_flight` messages are
         unsettled, and at most `relay_batch` read and not yet produced."""
@@ -258,6 +275,10 @@ class Relay:
                     )  # fmt: skip
                     if not queued:
                         return False
+                except KafkaException as exc:
+                    if not _refused(exc):
+                        raise
+                    self._quarantine_message(entry.entry_id, message, exc)
             i = len(messages)
             return True
         finally:
@@ -322,3 +343,9 @@ class Relay:
     def backlog(self) -> int:
         """Outbox entries (batches) not yet acknowledged."""
         return int(self._r.xlen(self._keys.outbox))
+
+
+def _refused(exc: KafkaException) -> bool:
+    """Whether produce() refused the message itself, so that no retry can send it."""
+    error = exc.args[0] if exc.args else None
+    return isinstance(error, KafkaError) and error.code() == KafkaError.MSG_SIZE_TOO_LARGE
