@@ -192,4 +192,4 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Config:
     """Config from parsed flags over environment variables over the config file over defaults."""
-    return service_config(Config, args, environ, ConsumerError)
+    return service_config(Config, args, environ, ConsumerError, section="consume")

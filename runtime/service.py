@@ -28,6 +28,9 @@ def add_service_arguments(parser: argparse.ArgumentParser, settings: type, epilo
 
 _Settings = TypeVar("_Settings")
 
+SECTIONS = ("consume", "calibrate")
+"""The services' tables in a shared config file (runtime.settings.read_config_file)."""
+
 
 def service_config(
     settings: type[_Settings],
@@ -35,16 +38,18 @@ def service_config(
     environ: Mapping[str, str] | None,
     error: type[Exception],
     *,
+    section: str,
     checked_params: bool = False,
 ) -> _Settings:
     """`settings` from parsed flags over environment variables (`os.environ` when None) over the
-    config file over defaults. A value that cannot be read raises `error`, the service's root
-    exception, with the reason. Besides the settings, `kafka` takes the operator's Kafka settings
-    and `params` the engine parameter overrides: checked into engine.Params here with
-    `checked_params`, else the NAME -> VALUE overrides."""
+    config file (its top level, then its table `section`) over defaults. A value that cannot be
+    read raises `error`, the service's root exception, with the reason. Besides the settings,
+    `kafka` takes the operator's Kafka settings and `params` the engine parameter overrides:
+    checked into engine.Params here with `checked_params`, else the NAME -> VALUE overrides."""
     env = os.environ if environ is None else environ
     try:
-        values = settings_from_args(settings, args, env)
+        others = tuple(t for t in SECTIONS if t != section)
+        values = settings_from_args(settings, args, env, section=section, sections=others)
         values["kafka"] = kafka_settings_from_args(args, env)
         overrides = param_overrides_from_args(args, env)
         values["params"] = Params.from_overrides(overrides) if checked_params else overrides

@@ -173,18 +173,25 @@ def help_line(s: Setting, default: Any) -> str:
 
 
 def settings_from_args(
-    cls: type, args: argparse.Namespace, environ: Mapping[str, str] | None = None
+    cls: type,
+    args: argparse.Namespace,
+    environ: Mapping[str, str] | None = None,
+    *,
+    section: str | None = None,
+    sections: tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Field name -> value of every setting given by a flag, the environment or the file.
 
-    Settings given nowhere are left out, so the dataclass's own defaults apply.
+    Settings given nowhere are left out, so the dataclass's own defaults apply. In the file, the
+    table named `section` holds this process's own keys, over the top-level ones; the other
+    `sections` (the other services') are skipped (see `read_config_file`).
     """
     env = os.environ if environ is None else environ
     path = getattr(args, "config_file", None) or None
     if path is None and hasattr(args, "config_file"):  # the parser took --config
         path = env.get(CONFIG_FILE_ENV) or None
     settings = fields(cls)
-    in_file = read_config_file(Path(path), settings) if path else {}
+    in_file = read_config_file(Path(path), settings, section, sections) if path else {}
     values: dict[str, Any] = {}
     for f in settings:
         flag_value = getattr(args, f.name, None)
@@ -197,8 +204,19 @@ def settings_from_args(
     return values
 
 
-def read_config_file(path: Path, settings: Iterable[_Field]) -> dict[str, Any]:
-    """The TOML file's settings, checked against their fields' types."""
+def read_config_file(
+    path: Path,
+    settings: Iterable[_Field],
+    section: str | None = None,
+    sections: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """The TOML file's settings, checked against their fields' types.
+
+    One file may serve several services: the top-level keys are read by each (so each must know
+    them: the pool's shared ones, e.g. `namespace`, `redis_url`), and a table per service, named
+    as its command (`[consume]`, `[calibrate]`), holds that service's own keys, read only by it
+    and winning over the top level. An unknown key, or a table that is no service's, is an
+    error: a misspelt key never passes silently."""
     try:
         with path.open("rb") as handle:
             table = tomllib.load(handle)
@@ -207,13 +225,27 @@ def read_config_file(path: Path, settings: Iterable[_Field]) -> dict[str, Any]:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise SettingsError(f"config file {path} is not TOML: {exc}") from None
     by_name = {f.name: f for f in settings}
+    tables = (section, *sections) if section else sections
+    hint = f"; a service's own keys go under its table: {', '.join(f'[{t}]' for t in tables)}"
+    own = table.get(section) if section else None
     values: dict[str, Any] = {}
-    for key, value in table.items():
-        f = by_name.get(key)
-        if f is None:
-            known = ", ".join(sorted(by_name))
-            raise SettingsError(f"config file {path}: unknown key {key!r} (known: {known})")
-        values[key] = f.check(value, f"config file {path}: {key}")
+    for where, items in ((None, table), (section, own or {})):
+        for key, value in items.items():
+            if where is None and isinstance(value, dict):
+                if key in tables:
+                    continue  # a service's table: its own, read next, or another's
+                raise SettingsError(
+                    f"config file {path}: unknown table [{key}]{hint if tables else ''}"
+                )
+            f = by_name.get(key)
+            name = key if where is None else f"{where}.{key}"
+            if f is None:
+                known = ", ".join(sorted(by_name))
+                raise SettingsError(
+                    f"config file {path}: unknown key {name!r} (known: {known})"
+                    + (hint if tables and where is None else "")
+                )
+            values[key] = f.check(value, f"config file {path}: {name}")
     return values
 
 

@@ -113,4 +113,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Config:
     """Config from parsed flags over environment variables over the config file over defaults."""
-    return service_config(Config, args, environ, TierJobError, checked_params=True)
+    return service_config(
+        Config, args, environ, TierJobError, section="calibrate", checked_params=True
+    )

@@ -300,6 +300,47 @@ def test_the_services_wrap_settings_errors_in_their_root_exception(tmp_path: Pat
         tierjob_config.from_args(parser.parse_args([]), {"ADR_CALIBRATE_EVERY": "-1"})
 
 
+def _calibrate(argv: list[str], env: dict[str, str]) -> tierjob_config.Config:
+    parser = argparse.ArgumentParser()
+    tierjob_config.add_arguments(parser)
+    return tierjob_config.from_args(parser.parse_args(argv), env)
+
+
+def test_one_file_serves_both_services_with_a_table_each(tmp_path: Path) -> None:
+    """Shared keys at the top level; each service's own under its command's table, over them."""
+    path = _toml(
+        tmp_path,
+        'namespace = "pool7"\nredis_url = "redis://db:6379/0"\n'
+        '[consume]\nbatch_size = 250\nnamespace = "pool7c"\n'
+        "[calibrate]\nevery = 30\n",
+    )
+    consumer = _consumer(["--config", str(path)], {})
+    assert (consumer.namespace, consumer.redis_url, consumer.batch_size) == (
+        "pool7c", "redis://db:6379/0", 250,
+    )  # fmt: skip
+    tierjob = _calibrate([], {CONFIG_FILE_ENV: str(path)})
+    assert (tierjob.namespace, tierjob.redis_url, tierjob.every) == (
+        "pool7", "redis://db:6379/0", 30.0,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "message", "hinted"),
+    [
+        ("batch_size = 5\n", "unknown key 'batch_size'", True),  # the consumer's, top level
+        ("[calibrate]\nbatch_size = 5\n", "unknown key 'calibrate.batch_size'", False),
+        ("[calibrat]\nevery = 5\n", "unknown table [calibrat]", True),
+        ("[calibrate]\nevery = 'soon'\n", "calibrate.every: expected a number", False),
+    ],
+)
+def test_a_shared_file_still_names_every_unknown_key(
+    tmp_path: Path, text: str, message: str, hinted: bool
+) -> None:
+    with pytest.raises(TierJobError, match=re.escape(message)) as caught:
+        _calibrate([], {CONFIG_FILE_ENV: str(_toml(tmp_path, text))})
+    assert ("under its table: [calibrate], [consume]" in str(caught.value)) == hinted
+
+
 @pytest.mark.parametrize("command", ["consume", "calibrate"])
 def test_a_bad_config_file_exits_2_before_any_connection(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command
