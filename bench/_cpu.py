@@ -30,10 +30,48 @@ def _machine_s() -> tuple[float, float]:
     return (user + nice + system + irq + softirq) * _TICK_S, steal * _TICK_S
 
 
-def stack_pids(redis_url: str) -> dict[str, int]:
-    """The redis-server on the bench's port and the Kafka broker (java … kafka.Kafka)."""
+def _listening_inodes(port: int) -> set[str]:
+    """Socket inodes listening on `port` (any address), from /proc/net/tcp and tcp6."""
+    found: set[str] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                rows = f.read().splitlines()[1:]
+        except OSError:
+            continue
+        for row in rows:
+            cols = row.split()
+            if cols[3] == "0A" and int(cols[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                found.add(cols[9])
+    return found
+
+
+def _listener(port: int) -> int | None:
+    """The process listening on `port`: another session's broker may run beside the bench's."""
+    wanted = {f"socket:[{inode}]" for inode in _listening_inodes(port)}
+    if not wanted:
+        return None
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            for fd in os.listdir(f"/proc/{entry}/fd"):
+                if os.readlink(f"/proc/{entry}/fd/{fd}") in wanted:
+                    return int(entry)
+        except OSError:  # gone, or not ours to read
+            continue
+    return None
+
+
+def stack_pids(redis_url: str, bootstrap: str | None = None) -> dict[str, int]:
+    """The redis-server on the bench's port and the Kafka broker: the one listening on the first
+    bootstrap address's port, else the first `java ... kafka.Kafka` found."""
     port = redis_url.rsplit(":", 1)[1].split("/")[0]
     found: dict[str, int] = {}
+    if bootstrap:
+        broker = _listener(int(bootstrap.split(",")[0].rsplit(":", 1)[1]))
+        if broker is not None:
+            found["broker"] = broker
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
@@ -59,8 +97,10 @@ class CpuMeter:
     """CPU time per process over a phase: where the machine's two cores went, per event, and
     Redis's time per command."""
 
-    def __init__(self, redis_url: str, children: str | None = None) -> None:
-        self.pids = {"consumer": os.getpid(), **stack_pids(redis_url)}
+    def __init__(
+        self, redis_url: str, children: str | None = None, bootstrap: str | None = None
+    ) -> None:
+        self.pids = {"consumer": os.getpid(), **stack_pids(redis_url, bootstrap)}
         self.children = children
         self._redis = redis.Redis.from_url(redis_url)
         self._commands = _commandstats(self._redis)

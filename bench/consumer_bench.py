@@ -176,7 +176,7 @@ def sustained(bootstrap: str, redis_url: str, topic: str, n: int, params: Params
             say(f"consumer applied {p.applied}/{n}")
         return p.applied >= n
 
-    meter = CpuMeter(redis_url)
+    meter = CpuMeter(redis_url, bootstrap=bootstrap)
     with RatingClock() as rating:
         run_pipeline(pipeline, done)
     cpu = meter.report(n)
@@ -201,7 +201,7 @@ def stages(bootstrap: str, redis_url: str, topic: str, n: int, params: Params) -
         params,
         stage_timer=clock,
     )
-    meter = CpuMeter(redis_url)
+    meter = CpuMeter(redis_url, bootstrap=bootstrap)
     thread_started = time.thread_time()
     run_pipeline(pipeline, lambda p: p.applied >= n)
     thread = time.thread_time() - thread_started
@@ -339,7 +339,7 @@ def steady(
         sim = sims[0]
         return p.applied >= n or (sim.poll() is not None and sim.returncode != 0)
 
-    meter = CpuMeter(redis_url, children="simulate")
+    meter = CpuMeter(redis_url, children="simulate", bootstrap=bootstrap)
     run_pipeline(pipeline, done)
     sims[0].wait(60)
     cpu = meter.report(n)
