@@ -65,6 +65,20 @@ def test_dashboard_queries_only_metrics_the_code_defines(panel: str, expr: str) 
     assert problems(expr, _code_definitions()) == [], panel
 
 
+@pytest.mark.parametrize(("panel", "expr"), _dashboard_exprs())
+def test_every_dashboard_query_is_of_the_chosen_rating_pools(panel: str, expr: str) -> None:
+    """Each series a panel selects is filtered by the `pool` variable (the label the scrape
+    configs add: docs/operations.md, "Alerts"), so pools running side by side are told apart."""
+    selectors = re.findall(r"\b(adr_[a-z0-9_]+)(\{[^}]*\})?", expr)
+    assert selectors, panel
+    for metric, labels in selectors:
+        assert 'pool=~"$pool"' in labels, f"{panel}: {metric} is not filtered by $pool"
+    for path, dash in dashboards():
+        (pool,) = [v for v in dash["templating"]["list"] if v["name"] == "pool"]
+        assert pool["query"]["query"] == "label_values(adr_events_consumed_total, pool)", path
+        assert pool["includeAll"] and pool["multi"] and pool["allValue"] == ".*", path
+
+
 def test_every_metric_of_the_design_is_on_the_dashboard() -> None:
     shown = set().union(*(promql_refs(e).metrics for _, e in _dashboard_exprs()))
     base = {re.sub(r"_(bucket|sum|count|total)$", "", m) for m in shown}
