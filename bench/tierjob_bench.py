@@ -32,6 +32,7 @@ import random
 import statistics
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,20 @@ def timed(job: Calibrator, now: int) -> dict[str, Any]:
     summary["total_s"] = result.duration_s
     summary["rest_s"] = result.duration_s - summary["prune_s"] - summary["read_s"]
     return summary
+
+
+def heap_peak_mib(job: Calibrator, now: int) -> float:
+    """The Python heap's peak above its level before one calibration (tracemalloc: what the
+    run allocates at once, e.g. the μ list of A and the sorted copy), in MiB."""
+    gc.collect()
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        job.run_once(now)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    return round((peak - base) / 2**20, 1)
 
 
 def medians(runs: list[dict[str, Any]]) -> dict[str, float]:
@@ -159,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
         steady = medians([timed(job, now) for _ in range(args.repeat)])
         print(show(f"steady state, P={pop.count:,} A={args.active:,}", steady))
         figures["steady"] = steady
+        figures["steady_heap_peak_mib"] = heap_peak_mib(job, now)
+        print(f"  heap peak of one calibration: {figures['steady_heap_peak_mib']} MiB")
 
         rows_e = []
         for e in expired_steps:
