@@ -19,15 +19,15 @@
 --  10 event ids key, content digest, ts, ...: the ids this batch counts; each key must not
 --              exist yet (another instance counted the same id: checked like a ver); indexed
 --              and swept with the cooldown keys (schemas/kill_event.md, "Meaning checks")
--- Cooldown and event-id keys expire by event time, not by a TTL. Each is indexed by its ts in a
--- bucket: a set of key names per kind and bucket of event time (<prefix><end>, end = the
--- bucket's last ms), the buckets listed in the due_buckets zset (member and score = end). A
--- record is deleted once a whole bucket it is in lies at or below the horizon
--- max(lowest watermark - keep, floor) (no event the consumer still accepts can fall in its
--- cooldown): at most one bucket width after its own ts passed it. At most 1000 + (records
--- written) index entries are taken a call, oldest bucket first. A cooldown key rewritten since
--- (value > horizon) stays: it is in its newer ts's bucket too. The cooldown_due zset of earlier
--- releases (member = key, score = ts) is drained first by the same rule until it is empty.
+-- Cooldown and event-id keys expire by event time, not by a TTL: a record whose last written ts
+-- is <= max(lowest watermark - keep, floor) is deleted (no event the consumer still accepts can
+-- fall in its cooldown), that horizon rounded down to the end of a bucket of BUCKET_MS.
+-- The index: a set of record keys per kind and bucket of event time (<prefix><end>, end = the
+-- bucket's last ms), the buckets listed in the due_buckets zset (member and score = end). The
+-- sweep empties the buckets that end <= the horizon, oldest first, at most 1000 + (records
+-- written) entries a call; it deletes each event-id key, and each cooldown key whose value is not
+-- a ts after the horizon (one rewritten since is in its newer ts's bucket too). The cooldown_due
+-- zset of earlier releases (member = key, score = ts) is drained first by the same rule.
 -- A pair's cooldown needs no check of its own: counting a kill always rewrites the attacker, so
 -- a concurrent count of the same pair moves the attacker's ver, which is checked.
 -- Returns {0} when applied, {1, what, key} when a checked value changed (then nothing is written),
@@ -219,6 +219,10 @@ end
 if low ~= nil and low - tonumber(ARGV[first]) > horizon then
   horizon = low - tonumber(ARGV[first])
 end
+-- Rounded down to the last ms of a bucket, the one horizon of the index and of the records it
+-- deletes: a cooldown key kept (value > horizon) is still in its newer ts's bucket, which ends
+-- after the horizon and so is not swept now (whatever bucket width the writer had).
+horizon = math.floor((horizon + 1) / BUCKET_MS) * BUCKET_MS - 1
 local cut = string.format('%.0f', horizon)
 local budget = 1000 + records_written
 -- Deletes the index entries `names` took out: every event-id key, and every cooldown key whose
