@@ -257,7 +257,7 @@ if #legacy > 0 then
   bulk('ZREM', KEYS[9], legacy)
 end
 if budget <= 0 then return {0} end
-local due = redis.call('ZRANGEBYSCORE', KEYS[10], '-inf', cut)
+local due = redis.call('ZRANGEBYSCORE', KEYS[10], '-inf', cut, 'LIMIT', 0, budget)
 for _, e in ipairs(due) do
   local emptied = 0
   for _, kind in ipairs({CD_BUCKET, ID_BUCKET}) do
