@@ -190,6 +190,15 @@ for i = first, last, 2 do add(records, ARGV[i], ARGV[i + 1]) end
 first, last = section(10)
 for i = first, last, 3 do add(records, ARGV[i], ARGV[i + 1]) end
 bulk('MSET', nil, records)
+first, last = section(5)
+if last >= first and redis.call('EXISTS', KEYS[9]) == 1 then
+  -- A cooldown key counted again leaves the zset index of earlier releases (while it still
+  -- exists): an instance still running that release sweeps by its stale score, and would delete
+  -- the key before its new ts passed the horizon (a rolling upgrade runs both releases at once).
+  local renewed = {}
+  for i = first, last, 2 do renewed[#renewed + 1] = ARGV[i] end
+  bulk('ZREM', KEYS[9], renewed)
+end
 local registry = {}
 for _, e in ipairs(ends) do
   if cd_index[e] then bulk('SADD', CD_BUCKET .. e, cd_index[e]) end
