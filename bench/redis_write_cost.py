@@ -14,7 +14,7 @@ around each replay:
   players' msgpack section unpacked): the cost of handing Redis and Lua what to write.
 - `script_without_*`: the script with one part left out (the `ver` checks, or the HGET of each
   `ver` and its check, the players' state values, the rank and activity sets, the cooldown keys
-  with their index entries (a set per bucket of event time), the sweep of cooldown keys past
+  with their index entries (a list per bucket of event time), the sweep of cooldown keys past
   every watermark, the outbox entry, the event-id checks and keys).
 - `raw_writes`: consumer_bench.py's raw pipelined writes of as many events on as many players as
   the recording changed (two hashes of the 13 fields of player-hash layout 1, issue #20's
@@ -242,7 +242,7 @@ def _multi_exec(rec: Recorded, keys: Keys, keep_ms: int) -> tuple[list[bytes], l
     for k, ts in plan.cooldowns:
         buckets.setdefault(due_bucket_end(int(ts)), []).append(k)
     for end, names in buckets.items():
-        write.append(pack(("SADD", keys.cooldown_bucket(end), *names)))
+        write.append(pack(("RPUSH", keys.cooldown_bucket(end), *names)))
     if buckets:
         write.append(pack(("ZADD", keys.due_buckets, *[x for e in buckets for x in (e, e)])))
     write.append(pack(("HSET", offsets_key, *[x for pair in plan.offsets for x in pair])))

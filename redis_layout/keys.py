@@ -12,14 +12,19 @@ _GLOB_SPECIAL: Final = re.compile(r"([*?\[\]\\])")
 DUE_BUCKET_MS: Final = 10_000
 """The width (ms of event time) of one bucket of the cooldown and event-id index.
 
-The write script (scripts/apply.lua) indexes each record in the set of its ts's bucket and deletes
-it once the whole bucket lies at or below the horizon (lowest watermark - lateness - t_cooldown):
-at most this much event time after its own ts did, against the 61 minutes a record lives by
-default (+0.3 %). Wide enough that a batch (a few seconds of event time at most) touches one or
-two buckets, so a few SADD calls per batch, and that the registry stays small (keep / width:
-about 370 buckets by default); finer buckets would add set keys (about 100 B each), not save
-work per record. A bucket is named by its end, so instances that differ in this width (a
-rolling change) still sweep every record only after its ts."""
+The write script (scripts/apply.lua) appends each record's key to the list of its ts's bucket
+and deletes the record once the whole bucket lies at or below the horizon (lowest watermark -
+lateness - t_cooldown): at most this much event time after its own ts did, against the 61 minutes
+a record lives by default (+0.3 %). Wide enough that a batch (a few seconds of event time at
+most) touches one or two buckets, so a few RPUSH calls per batch, and that the registry stays
+small (keep / width: about 370 buckets by default); finer buckets would add keys (about 100 B
+each), not save work per record. A bucket is named by its end, so instances that differ in this
+width (a rolling change) still sweep every record only after its ts.
+
+Lists, not sets: an append and a pop from the head cost Redis a fraction of a SADD and an SPOP
+(no hashing; SPOP picks random members of a thinning hash table), and an entry takes a few bytes
+beside its name. A key written twice in one bucket is listed twice; the sweep's DEL is
+idempotent."""
 
 
 def due_bucket_end(ts: int) -> int:
@@ -120,11 +125,11 @@ class Keys:
         return f"{self.prefix}eid:{event_id}"
 
     def cooldown_bucket(self, end: int) -> str:
-        """The set of the cooldown keys whose ts falls in the index bucket ending at `end`."""
+        """The list of the cooldown keys written with a ts in the index bucket ending at `end`."""
         return f"{self.cooldown_bucket_prefix}{end}"
 
     def event_id_bucket(self, end: int) -> str:
-        """The set of the event-id keys whose ts falls in the index bucket ending at `end`."""
+        """The list of the event-id keys written with a ts in the index bucket ending at `end`."""
         return f"{self.event_id_bucket_prefix}{end}"
 
     def offsets(self, topic: str) -> str:

@@ -22,11 +22,12 @@
 -- Cooldown and event-id keys expire by event time, not by a TTL: a record whose last written ts
 -- is <= max(lowest watermark - keep, floor) is deleted (no event the consumer still accepts can
 -- fall in its cooldown), that horizon rounded down to the end of a bucket of BUCKET_MS.
--- The index: a set of record keys per kind and bucket of event time (<prefix><end>, end = the
--- bucket's last ms), the buckets listed in the due_buckets zset (member and score = end). The
--- sweep empties the buckets that end <= the horizon, oldest first, at most 1000 + (records
--- written) entries a call; it deletes each event-id key, and each cooldown key whose value is not
--- a ts after the horizon (one rewritten since is in its newer ts's bucket too). The cooldown_due
+-- The index: a list of record keys per kind and bucket of event time (<prefix><end>, end = the
+-- bucket's last ms; a key written twice there is listed twice), the buckets listed in the
+-- due_buckets zset (member and score = end). The sweep empties the buckets that end <= the
+-- horizon, oldest first, at most 1000 + (records written) entries a call; it deletes each
+-- event-id key, and each cooldown key whose value is not a ts after the horizon (one rewritten
+-- since is in its newer ts's bucket too). The cooldown_due
 -- zset of earlier releases (member = key, score = ts) is drained first by the same rule.
 -- A pair's cooldown needs no check of its own: counting a kill always rewrites the attacker, so
 -- a concurrent count of the same pair moves the attacker's ver, which is checked.
@@ -83,26 +84,32 @@ local BUCKET_MS = tonumber(ARGV[first + 2])
 local CD_BUCKET, ID_BUCKET, CD_KEY = ARGV[first + 3], ARGV[first + 4], ARGV[first + 5]
 -- bucket end (a decimal string) -> the record keys this batch indexes there, per kind
 local cd_index, id_index, ends = {}, {}, {}
-local function index(into, key, ts)
-  local e = string.format('%.0f', (math.floor(tonumber(ts) / BUCKET_MS) + 1) * BUCKET_MS - 1)
-  local list = into[e]
-  if list == nil then
-    list = {}
-    into[e] = list
-    if not ends[e] then
-      ends[e] = true
-      ends[#ends + 1] = e
+local function index(into, from, to, step, ts_at)
+  local last_b, list = nil, nil  -- a batch's records mostly share a bucket: looked up once
+  for i = from, to, step do
+    local b = math.floor(tonumber(ARGV[i + ts_at]) / BUCKET_MS)
+    if b ~= last_b then
+      local e = string.format('%.0f', (b + 1) * BUCKET_MS - 1)
+      last_b, list = b, into[e]
+      if list == nil then
+        list = {}
+        into[e] = list
+        if not ends[e] then
+          ends[e] = true
+          ends[#ends + 1] = e
+        end
+      end
     end
+    list[#list + 1] = ARGV[i]
   end
-  list[#list + 1] = key
 end
 first, last = section(5)
-for i = first, last, 2 do index(cd_index, ARGV[i], ARGV[i + 1]) end
+index(cd_index, first, last, 2, 1)
 first, last = section(10)
-for i = first, last, 3 do index(id_index, ARGV[i], ARGV[i + 2]) end
+index(id_index, first, last, 3, 2)
 for _, e in ipairs(ends) do
-  local err = (cd_index[e] and wrongtype(CD_BUCKET .. e, 'set')) or
-    (id_index[e] and wrongtype(ID_BUCKET .. e, 'set'))
+  local err = (cd_index[e] and wrongtype(CD_BUCKET .. e, 'list')) or
+    (id_index[e] and wrongtype(ID_BUCKET .. e, 'list'))
   if err then return err end
 end
 first, last = section(2)
@@ -181,9 +188,9 @@ local pop = {'count', 'sigma_hi', 'sigma_lo'}
 for j = 0, 2 do
   if ARGV[first + j] ~= '0' then redis.call('HINCRBY', KEYS[6], pop[j + 1], ARGV[first + j]) end
 end
--- The cooldown and event-id records: one MSET per chunk, and one SADD per bucket and chunk
+-- The cooldown and event-id records: one MSET per chunk, and one RPUSH per bucket and chunk
 -- into their index, not a call per key (each redis.call costs Redis about as much as the SET it
--- runs). A SADD into a set costs Redis far less than a ZADD into one zset of every record.
+-- runs). Appending to a list costs Redis far less than a ZADD into one zset of every record.
 first, last = section(5)
 local records = {}
 for i = first, last, 2 do add(records, ARGV[i], ARGV[i + 1]) end
@@ -201,8 +208,8 @@ if last >= first and redis.call('EXISTS', KEYS[9]) == 1 then
 end
 local registry = {}
 for _, e in ipairs(ends) do
-  if cd_index[e] then bulk('SADD', CD_BUCKET .. e, cd_index[e]) end
-  if id_index[e] then bulk('SADD', ID_BUCKET .. e, id_index[e]) end
+  if cd_index[e] then bulk('RPUSH', CD_BUCKET .. e, cd_index[e]) end
+  if id_index[e] then bulk('RPUSH', ID_BUCKET .. e, id_index[e]) end
   add(registry, e, e)
 end
 bulk('ZADD', KEYS[10], registry)
@@ -273,8 +280,8 @@ for _, e in ipairs(due) do
     if budget > 0 then
       -- pcall: a key of another type at a bucket's name (none is written: checked above) ends
       -- only this bucket's sweep, not the script after its writes.
-      local names = redis.pcall('SPOP', kind .. e, budget)
-      if type(names) ~= 'table' or names.err then
+      local names = redis.pcall('LPOP', kind .. e, budget) or {}  -- nil: no such key
+      if names.err then
         emptied = emptied + 1
       else
         if #names < budget then emptied = emptied + 1 end
