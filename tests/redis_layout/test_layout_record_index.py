@@ -90,7 +90,7 @@ def _records(client: redis.Redis, keys: Keys) -> dict[str, str]:
 
 
 def _index_keys(client: redis.Redis, keys: Keys) -> set[str]:
-    """The index's own keys left in Redis (bucket sets, registry, the old zset)."""
+    """The index's own keys left in Redis (bucket lists, registry, the old zset)."""
     out = set()
     for raw in client.scan_iter(match=keys.match_all, count=1000):
         key = raw.decode()
