@@ -155,7 +155,7 @@ def _variants() -> dict[str, str]:
             "",
         ),
         "script_without_cooldown_keys": (
-            "for i = first, last, 2 do index(cd_index, ARGV[i], ARGV[i + 1]) end\n",
+            "index(cd_index, first, last, 2, 1)\n",
             "",
             "for i = first, last, 2 do add(records, ARGV[i], ARGV[i + 1]) end\n",
             "",
@@ -165,7 +165,7 @@ def _variants() -> dict[str, str]:
             "  if false then",
         ),
         "script_without_event_id_keys": (
-            "for i = first, last, 3 do index(id_index, ARGV[i], ARGV[i + 2]) end\n",
+            "index(id_index, first, last, 3, 2)\n",
             "",
             "for i = first, last, 3 do add(records, ARGV[i], ARGV[i + 1]) end\n",
             "",
