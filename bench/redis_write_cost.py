@@ -14,8 +14,8 @@ around each replay:
   players' msgpack section unpacked): the cost of handing Redis and Lua what to write.
 - `script_without_*`: the script with one part left out (the `ver` checks, or the HGET of each
   `ver` and its check, the players' state values, the rank and activity sets, the cooldown keys
-  with their `cd_due` index, the sweep of cooldown keys past every watermark, the outbox entry,
-  the event-id checks and keys).
+  with their index entries (a list per bucket of event time), the sweep of cooldown keys past
+  every watermark, the outbox entry, the event-id checks and keys).
 - `raw_writes`: consumer_bench.py's raw pipelined writes of as many events on as many players as
   the recording changed (two hashes of the 13 fields of player-hash layout 1, issue #20's
   baseline, and two ZADD per event, 1,000 events per round trip): `ratios.script_vs_raw_writes`
@@ -59,6 +59,7 @@ from consumer._writer import Batch
 from engine import Params, new_player
 from loadgen import SimConfig, generate
 from redis_layout import Keys, scripts
+from redis_layout.keys import due_bucket_end
 from redis_layout.player_codec import FIELDS, encode_player_v1
 from schemas import Limits, decode_kill_event
 
@@ -154,7 +155,9 @@ def _variants() -> dict[str, str]:
             "",
         ),
         "script_without_cooldown_keys": (
-            "  add(records, ARGV[i], ARGV[i + 1])\n  add(due, ARGV[i + 1], ARGV[i])\n",
+            "index(cd_index, first, last, 2, 1)\n",
+            "",
+            "for i = first, last, 2 do add(records, ARGV[i], ARGV[i + 1]) end\n",
             "",
         ),
         "script_without_event_id_checks": (
@@ -162,29 +165,37 @@ def _variants() -> dict[str, str]:
             "  if false then",
         ),
         "script_without_event_id_keys": (
-            "  add(records, ARGV[i], ARGV[i + 1])\n  add(due, ARGV[i + 2], ARGV[i])\n",
+            "index(id_index, first, last, 3, 2)\n",
+            "",
+            "for i = first, last, 3 do add(records, ARGV[i], ARGV[i + 1]) end\n",
             "",
         ),
         "script_without_cooldown_sweep": (
-            "local expired = redis.call('ZRANGEBYSCORE'",
-            "do return {0} end\nlocal expired = redis.call('ZRANGEBYSCORE'",
+            "local legacy = redis.call('ZRANGEBYSCORE'",
+            "do return {0} end\nlocal legacy = redis.call('ZRANGEBYSCORE'",
         ),
         "script_without_outbox_entry": ("redis.call('XADD', KEYS[2], '*', 'm', ARGV[i])", ""),
     }
     out = {"script": SCRIPT}
-    for name, (old, new) in cuts.items():
-        assert SCRIPT.count(old) == 1, f"{name}: the script changed: update the bench"
-        out[name] = SCRIPT.replace(old, new)
+    for name, cut in cuts.items():
+        out[name] = _cut(SCRIPT, name, cut)
     # The raw writes' share of the script's work: the hashes and the sets, without what only a
     # consumer needs (ver checks, cooldown and event-id records with their checks and sweep, the
     # outbox). What is left over the raw writes is the price of one script call per batch.
     floor = SCRIPT
     for name in ("ver_reads", "cooldown_keys", "event_id_checks", "event_id_keys",
                  "cooldown_sweep", "outbox_entry"):  # fmt: skip
-        old, new = cuts[f"script_without_{name}"]
-        floor = floor.replace(old, new)
+        floor = _cut(floor, name, cuts[f"script_without_{name}"])
     out["script_hashes_and_sets_only"] = floor
     return out
+
+
+def _cut(script: str, name: str, cut: tuple[str, ...]) -> str:
+    """`script` with each (old, new) pair of `cut` replaced, each old found exactly once."""
+    for old, new in zip(cut[::2], cut[1::2], strict=True):
+        assert script.count(old) == 1, f"{name}: the script changed: update the bench"
+        script = script.replace(old, new)
+    return script
 
 
 def _multi_exec(rec: Recorded, keys: Keys, keep_ms: int) -> tuple[list[bytes], list[bytes]]:
@@ -227,9 +238,13 @@ def _multi_exec(rec: Recorded, keys: Keys, keep_ms: int) -> tuple[list[bytes], l
         if delta:
             write.append(pack(("HINCRBY", keys.pop, field, delta)))
     write += [pack(("SET", k, ts)) for k, ts in plan.cooldowns]
-    if plan.cooldowns:  # their event-time index (the sweep is left out here)
-        write.append(pack(("ZADD", keys.cooldown_due, *[x for k, ts in plan.cooldowns
-                                                        for x in (ts, k)])))  # fmt: skip
+    buckets: dict[int, list[str]] = {}  # their event-time index (the sweep is left out here)
+    for k, ts in plan.cooldowns:
+        buckets.setdefault(due_bucket_end(int(ts)), []).append(k)
+    for end, names in buckets.items():
+        write.append(pack(("RPUSH", keys.cooldown_bucket(end), *names)))
+    if buckets:
+        write.append(pack(("ZADD", keys.due_buckets, *[x for e in buckets for x in (e, e)])))
     write.append(pack(("HSET", offsets_key, *[x for pair in plan.offsets for x in pair])))
     if plan.outbox:
         write.append(

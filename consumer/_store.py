@@ -20,6 +20,7 @@ from consumer._errors import CorruptState
 from consumer._stages import NO_STAGES, READ, WRITE_ARGUMENTS, StageTimer
 from engine import DEFAULT_LATENESS_MS, Params, PlayerState, Snapshot, initial_snapshot
 from redis_layout import CorruptValue, Keys, decode_snapshot, scripts
+from redis_layout.keys import DUE_BUCKET_MS
 from redis_layout.player_codec import READ_FIELDS, decode_player
 from redis_layout.raw import PendingWrite, Sent, pipelined
 
@@ -62,6 +63,14 @@ class Store:
         self._offsets_key = keys.offsets(topic)
         self._watermarks_key = keys.watermarks(topic)
         self._snapshot_version: bytes | None = None
+        self._index_args = (
+            DUE_BUCKET_MS,
+            keys.cooldown_bucket_prefix,
+            keys.event_id_bucket_prefix,
+            keys.cooldown_prefix,
+        )
+        """The write's sweep section after keep and floor: the record index's bucket width and
+        the prefixes the script builds its names from (redis_layout/scripts/apply.lua)."""
         self._snapshot = initial_snapshot(params)
 
     def read_offsets(self, partitions: list[int]) -> dict[int, int | None]:
@@ -184,7 +193,7 @@ class Store:
             _flat(plan.offsets),
             [_MSGPACK.encode(plan.outbox)] if plan.outbox else [],
             _flat(plan.watermarks),
-            [keep_ms, floor],
+            [keep_ms, floor, *self._index_args],
             [x for key, digest, ts in plan.event_ids for x in (key, digest, ts)],
         )
         keys = (
@@ -197,6 +206,7 @@ class Store:
             k.tier_counts,
             self._watermarks_key,
             k.cooldown_due,
+            k.due_buckets,
         )
         args: list[object] = ["EVALSHA", scripts.APPLY_SHA, len(keys), *keys, k.player("")]
         args += (len(s) for s in sections)

@@ -9,6 +9,28 @@ from typing import Final
 
 _GLOB_SPECIAL: Final = re.compile(r"([*?\[\]\\])")
 
+DUE_BUCKET_MS: Final = 10_000
+"""The width (ms of event time) of one bucket of the cooldown and event-id index.
+
+The write script (scripts/apply.lua) appends each record's key to the list of its ts's bucket
+and deletes the record once the whole bucket lies at or below the horizon (lowest watermark -
+lateness - t_cooldown): at most this much event time after its own ts did, against the 61 minutes
+a record lives by default (+0.3 %). Wide enough that a batch (a few seconds of event time at
+most) touches one or two buckets, so a few RPUSH calls per batch, and that the registry stays
+small (keep / width: about 370 buckets by default); finer buckets would add keys (about 100 B
+each), not save work per record. A bucket is named by its end, so instances that differ in this
+width (a rolling change) still sweep every record only after its ts.
+
+Lists, not sets: an append and a pop from the head cost Redis a fraction of a SADD and an SPOP
+(no hashing; SPOP picks random members of a thinning hash table), and an entry takes a few bytes
+beside its name. A key written twice in one bucket is listed twice; the sweep's DEL is
+idempotent."""
+
+
+def due_bucket_end(ts: int) -> int:
+    """The last ms of the bucket of event time that `ts` falls in (its index bucket's name)."""
+    return (ts // DUE_BUCKET_MS + 1) * DUE_BUCKET_MS - 1
+
 
 class Keys:
     """The key names of one rating pool (namespace)."""
@@ -16,7 +38,10 @@ class Keys:
     __slots__ = (
         "active_mu",
         "activity",
+        "cooldown_bucket_prefix",
         "cooldown_due",
+        "due_buckets",
+        "event_id_bucket_prefix",
         "lb",
         "lease",
         "namespace",
@@ -39,6 +64,12 @@ class Keys:
         self.snapshot = self.prefix + "snapshot"
         self.tier_counts = self.prefix + "tier_counts"
         self.cooldown_due = self.prefix + "cd_due"
+        """The zset index (member = record key, score = its ts) of releases before the buckets:
+        the write script only drains it (scripts/apply.lua)."""
+        self.due_buckets = self.prefix + "due"
+        """zset of the index buckets that hold entries (member and score = the bucket's end)."""
+        self.cooldown_bucket_prefix = self.prefix + "cd_due:"
+        self.event_id_bucket_prefix = self.prefix + "id_due:"
         self.lease = self.prefix + "calib:lease"
         self.pruned_to = self.prefix + "calib:pruned_to"
 
@@ -62,6 +93,11 @@ class Keys:
         return self.prefix + "player:"
 
     @property
+    def cooldown_prefix(self) -> str:
+        """What every cooldown key starts with."""
+        return self.prefix + "cd:"
+
+    @property
     def match_all(self) -> str:
         """A SCAN MATCH pattern of every key of the pool."""
         return _glob_escape(self.prefix) + "*"
@@ -74,7 +110,7 @@ class Keys:
     @property
     def match_cooldowns(self) -> str:
         """A SCAN MATCH pattern of every cooldown key."""
-        return _glob_escape(self.prefix + "cd:") + "*"
+        return _glob_escape(self.cooldown_prefix) + "*"
 
     def player(self, player_id: str) -> str:
         return f"{self.prefix}player:{player_id}"
@@ -87,6 +123,14 @@ class Keys:
     def event_id(self, event_id: str) -> str:
         """An event id counted recently (value: its content digest; see schemas/kill_event.md)."""
         return f"{self.prefix}eid:{event_id}"
+
+    def cooldown_bucket(self, end: int) -> str:
+        """The list of the cooldown keys written with a ts in the index bucket ending at `end`."""
+        return f"{self.cooldown_bucket_prefix}{end}"
+
+    def event_id_bucket(self, end: int) -> str:
+        """The list of the event-id keys written with a ts in the index bucket ending at `end`."""
+        return f"{self.event_id_bucket_prefix}{end}"
 
     def offsets(self, topic: str) -> str:
         return f"{self.prefix}offsets:{topic}"

@@ -1,5 +1,6 @@
 -- One batch of the consumer, applied atomically (docs/design.md, "Redis layout").
 -- KEYS: offsets, outbox, lb, activity, active_mu, pop, tier_counts, watermarks, cooldown_due
+--       (the zset index of releases before the buckets: only drained), due_buckets
 -- ARGV[1] the player key prefix ("{ns}:player:"); ARGV[2..11]: how many ARGV items each section
 -- below has; the sections follow in order. Every number is a decimal string (Lua numbers are
 -- doubles and would lose int64 digits). Per player the script derives its rank, activity and
@@ -13,13 +14,21 @@
 --   5 cooldowns key, ts, ...          6 offsets partition, next, ...
 --   7 outbox: one msgpack array of [player, rating change] pairs (or nothing)
 --   8 watermarks partition, largest accepted ts, ...
---   9 sweep: keep (lateness + t_cooldown, ms), floor (wall clock - max_age - keep)
+--   9 sweep: keep (lateness + t_cooldown, ms), floor (wall clock - max_age - keep), bucket
+--              width (ms), the prefixes of the cooldown buckets, event-id buckets, cooldown keys
 --  10 event ids key, content digest, ts, ...: the ids this batch counts; each key must not
 --              exist yet (another instance counted the same id: checked like a ver); indexed
 --              and swept with the cooldown keys (schemas/kill_event.md, "Meaning checks")
--- Cooldown keys expire by event time, not by a TTL: each is indexed in the cooldown_due zset by
--- its ts, and a key with ts <= max(lowest watermark - keep, floor) is deleted (no event the
--- consumer still accepts can fall in its cooldown), at most 1000 + (pairs written) a call.
+-- Cooldown and event-id keys expire by event time, not by a TTL: a record whose last written ts
+-- is <= max(lowest watermark - keep, floor) is deleted (no event the consumer still accepts can
+-- fall in its cooldown), that horizon rounded down to the end of a bucket of BUCKET_MS.
+-- The index: a list of record keys per kind and bucket of event time (<prefix><end>, end = the
+-- bucket's last ms; a key written twice there is listed twice), the buckets listed in the
+-- due_buckets zset (member and score = end). The sweep empties the buckets that end <= the
+-- horizon, oldest first, at most 1000 + (records written) entries a call; it deletes each
+-- event-id key, and each cooldown key whose value is not a ts after the horizon (one rewritten
+-- since is in its newer ts's bucket too). The cooldown_due
+-- zset of earlier releases (member = key, score = ts) is drained first by the same rule.
 -- A pair's cooldown needs no check of its own: counting a kill always rewrites the attacker, so
 -- a concurrent count of the same pair moves the attacker's ver, which is checked.
 -- Returns {0} when applied, {1, what, key} when a checked value changed (then nothing is written),
@@ -65,9 +74,42 @@ for i = 1, #P, PLAYER_ITEMS do
     return {1, 'player', prefix .. P[i]}
   end
 end
-local KIND = {'hash', 'stream', 'zset', 'zset', 'zset', 'hash', 'hash', 'hash', 'zset'}
+local KIND = {'hash', 'stream', 'zset', 'zset', 'zset', 'hash', 'hash', 'hash', 'zset', 'zset'}
 for k = 1, #KIND do
   local err = wrongtype(KEYS[k], KIND[k])
+  if err then return err end
+end
+first = section(9)
+local BUCKET_MS = tonumber(ARGV[first + 2])
+local CD_BUCKET, ID_BUCKET, CD_KEY = ARGV[first + 3], ARGV[first + 4], ARGV[first + 5]
+-- bucket end (a decimal string) -> the record keys this batch indexes there, per kind
+local cd_index, id_index, ends = {}, {}, {}
+local function index(into, from, to, step, ts_at)
+  local last_b, list = nil, nil  -- a batch's records mostly share a bucket: looked up once
+  for i = from, to, step do
+    local b = math.floor(tonumber(ARGV[i + ts_at]) / BUCKET_MS)
+    if b ~= last_b then
+      local e = string.format('%.0f', (b + 1) * BUCKET_MS - 1)
+      last_b, list = b, into[e]
+      if list == nil then
+        list = {}
+        into[e] = list
+        if not ends[e] then
+          ends[e] = true
+          ends[#ends + 1] = e
+        end
+      end
+    end
+    list[#list + 1] = ARGV[i]
+  end
+end
+first, last = section(5)
+index(cd_index, first, last, 2, 1)
+first, last = section(10)
+index(id_index, first, last, 3, 2)
+for _, e in ipairs(ends) do
+  local err = (cd_index[e] and wrongtype(CD_BUCKET .. e, 'list')) or
+    (id_index[e] and wrongtype(ID_BUCKET .. e, 'list'))
   if err then return err end
 end
 first, last = section(2)
@@ -146,22 +188,32 @@ local pop = {'count', 'sigma_hi', 'sigma_lo'}
 for j = 0, 2 do
   if ARGV[first + j] ~= '0' then redis.call('HINCRBY', KEYS[6], pop[j + 1], ARGV[first + j]) end
 end
--- The cooldown and event-id records: one MSET and one ZADD per chunk, not a call per key (each
--- redis.call costs Redis about as much as the SET it runs).
+-- The cooldown and event-id records: one MSET per chunk, and one RPUSH per bucket and chunk
+-- into their index, not a call per key (each redis.call costs Redis about as much as the SET it
+-- runs). Appending to a list costs Redis far less than a ZADD into one zset of every record.
 first, last = section(5)
-local records, due = {}, {}
-for i = first, last, 2 do
-  add(records, ARGV[i], ARGV[i + 1])
-  add(due, ARGV[i + 1], ARGV[i])
-end
+local records = {}
+for i = first, last, 2 do add(records, ARGV[i], ARGV[i + 1]) end
 first, last = section(10)
-for i = first, last, 3 do
-  add(records, ARGV[i], ARGV[i + 1])
-  add(due, ARGV[i + 2], ARGV[i])
-end
+for i = first, last, 3 do add(records, ARGV[i], ARGV[i + 1]) end
 bulk('MSET', nil, records)
-bulk('ZADD', KEYS[9], due)
-local pairs_written = #due / 2
+first, last = section(5)
+if last >= first and redis.call('EXISTS', KEYS[9]) == 1 then
+  -- A cooldown key counted again leaves the zset index of earlier releases (while it still
+  -- exists): an instance still running that release sweeps by its stale score, and would delete
+  -- the key before its new ts passed the horizon (a rolling upgrade runs both releases at once).
+  local renewed = {}
+  for i = first, last, 2 do renewed[#renewed + 1] = ARGV[i] end
+  bulk('ZREM', KEYS[9], renewed)
+end
+local registry = {}
+for _, e in ipairs(ends) do
+  if cd_index[e] then bulk('RPUSH', CD_BUCKET .. e, cd_index[e]) end
+  if id_index[e] then bulk('RPUSH', ID_BUCKET .. e, id_index[e]) end
+  add(registry, e, e)
+end
+bulk('ZADD', KEYS[10], registry)
+local records_written = #records / 2
 first, last = section(6)
 for i = first, last, CHUNK do
   redis.call('HSET', KEYS[1], unpack(ARGV, i, math.min(i + CHUNK - 1, last)))
@@ -183,12 +235,61 @@ end
 if low ~= nil and low - tonumber(ARGV[first]) > horizon then
   horizon = low - tonumber(ARGV[first])
 end
-local expired = redis.call('ZRANGEBYSCORE', KEYS[9], '-inf', string.format('%.0f', horizon),
-  'LIMIT', 0, 1000 + pairs_written)
-if #expired > 0 then
-  for i = 1, #expired, CHUNK do
-    redis.call('DEL', unpack(expired, i, math.min(i + CHUNK - 1, #expired)))
+-- Rounded down to the last ms of a bucket, the one horizon of the index and of the records it
+-- deletes: a cooldown key kept (value > horizon) is still in its newer ts's bucket, which ends
+-- after the horizon and so is not swept now (whatever bucket width the writer had).
+horizon = math.floor((horizon + 1) / BUCKET_MS) * BUCKET_MS - 1
+local cut = string.format('%.0f', horizon)
+local budget = 1000 + records_written
+-- Deletes the index entries `names` took out: every event-id key, and every cooldown key whose
+-- value is not a ts after the horizon (MGET reads another type as nil: deleted, as any record
+-- in the way always was; a rewritten key is in its newer bucket too).
+local function expire(names, cooldowns)
+  local gone = names
+  if cooldowns then
+    gone = {}
+    for i = 1, #names, CHUNK do
+      local j = math.min(i + CHUNK - 1, #names)
+      local values = redis.call('MGET', unpack(names, i, j))
+      for m = i, j do
+        local ts = values[m - i + 1]
+        ts = ts and ts:match('^%-?%d+$') and #ts <= 19 and tonumber(ts)
+        if not ts or ts <= horizon then gone[#gone + 1] = names[m] end
+      end
+    end
   end
-  bulk('ZREM', KEYS[9], expired)
+  bulk('DEL', nil, gone)
+  budget = budget - #names
+end
+-- The zset index of earlier releases, drained by the same rule.
+local legacy = redis.call('ZRANGEBYSCORE', KEYS[9], '-inf', cut, 'LIMIT', 0, budget)
+if #legacy > 0 then
+  local cds, ids_ = {}, {}
+  for _, key in ipairs(legacy) do
+    if key:sub(1, #CD_KEY) == CD_KEY then cds[#cds + 1] = key else ids_[#ids_ + 1] = key end
+  end
+  expire(cds, true)
+  expire(ids_, false)
+  bulk('ZREM', KEYS[9], legacy)
+end
+if budget <= 0 then return {0} end
+local due = redis.call('ZRANGEBYSCORE', KEYS[10], '-inf', cut, 'LIMIT', 0, budget)
+for _, e in ipairs(due) do
+  local emptied = 0
+  for _, kind in ipairs({CD_BUCKET, ID_BUCKET}) do
+    if budget > 0 then
+      -- pcall: a key of another type at a bucket's name (none is written: checked above) ends
+      -- only this bucket's sweep, not the script after its writes.
+      local names = redis.pcall('LPOP', kind .. e, budget) or {}  -- nil: no such key
+      if names.err then
+        emptied = emptied + 1
+      else
+        if #names < budget then emptied = emptied + 1 end
+        if #names > 0 then expire(names, kind == CD_BUCKET) end
+      end
+    end
+  end
+  if emptied == 2 then redis.call('ZREM', KEYS[10], e) end
+  if budget <= 0 then break end
 end
 return {0}

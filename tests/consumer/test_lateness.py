@@ -19,6 +19,7 @@ from consumer._batch import Accepted, rate_batch
 from consumer._store import Store
 from engine import DEFAULT_LATENESS_MS, Params
 from redis_layout import Conflict, Keys
+from redis_layout.keys import DUE_BUCKET_MS
 from schemas import kill_event
 
 HOUR_MS = 3_600_000
@@ -124,7 +125,9 @@ def test_a_cooldown_key_lives_until_every_partition_watermark_is_past_it(
     params = Params()
     client, keys, store = S.fresh_store(redis_url, unique_name, params)
     keep = DEFAULT_LATENESS_MS + params.cooldown_ms
-    t0 = time.time_ns() // 1_000_000 - 5 * HOUR_MS
+    # t0 in the middle of its index bucket (redis_layout/keys.py, DUE_BUCKET_MS)
+    t0 = (time.time_ns() // 1_000_000 - 5 * HOUR_MS) // DUE_BUCKET_MS * DUE_BUCKET_MS + 4_000
+    end = t0 - 4_000 + DUE_BUCKET_MS - 1  # the bucket's last ms
     pair = keys.cooldown("a", "b")
 
     def event(i: int, a: str, b: str, ts: int, partition: int) -> Accepted:
@@ -143,8 +146,14 @@ def test_a_cooldown_key_lives_until_every_partition_watermark_is_past_it(
     assert client.get(pair) == str(t0).encode()
     _write(store, keys, params, [event(1, "g", "h", t0 + keep - 1, partition=1)])
     assert client.get(pair) == str(t0).encode()  # an a→b at t0 + 59 s would still be accepted
-    # Once every partition's watermark minus the lateness is a cooldown past t0, it goes.
+    # Once every partition's watermark minus the lateness is a cooldown past t0, it may go; it
+    # goes once that is past the whole of its index bucket.
     _write(store, keys, params, [event(2, "g", "h", t0 + keep, partition=1)])
+    assert client.get(pair) == str(t0).encode()
+    _write(store, keys, params, [event(3, "g", "h", end + keep - 1, partition=1)])
+    assert client.get(pair) == str(t0).encode()
+    _write(store, keys, params, [event(4, "g", "h", end + keep, partition=1)])
     assert client.get(pair) is None
-    assert client.zscore(keys.cooldown_due, pair) is None
+    assert not client.exists(keys.cooldown_bucket(end))
+    assert client.zscore(keys.due_buckets, str(end)) is None
     client.close()

@@ -18,6 +18,7 @@ from consumer._batch import Accepted, rate_batch
 from consumer.config import Config
 from engine import Params
 from redis_layout import Conflict, Keys
+from redis_layout.keys import due_bucket_end
 from schemas import (
     KillEvent,
     decode_kill_event,
@@ -106,7 +107,9 @@ def test_key_mismatch_resend_and_reused_ids(
     assert set(ids) == S.change_ids(book.counted_ids)  # type: ignore[attr-defined]
     assert client.get(keys.event_id("k1")) is not None
     # No TTL: indexed by its event time with the cooldown keys and swept with them.
-    assert client.zscore(keys.cooldown_due, keys.event_id("k1")) == k1.ts
+    end = due_bucket_end(k1.ts)
+    assert keys.event_id("k1").encode() in client.lrange(keys.event_id_bucket(end), 0, -1)
+    assert client.zscore(keys.due_buckets, str(end)) == end
     client.close()
 
 

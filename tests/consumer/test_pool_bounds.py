@@ -83,14 +83,17 @@ def test_a_flood_of_new_ids_stops_at_max_players_and_dead_letters_the_rest(
     # and the pool's fixed keys: nothing per arena.
     fixed = {keys.lb, keys.activity, keys.active_mu, keys.pop, keys.outbox, keys.snapshot,
              keys.tier_counts, keys.offsets(topic), keys.watermarks(topic),
-             keys.cooldown_due}  # fmt: skip
-    swept = {m.decode() for m in client.zrange(keys.cooldown_due, 0, -1)}
-    cooldown_prefix = keys.cooldown("", "")[: -len("0:")]
+             keys.due_buckets}  # fmt: skip
+    buckets = [int(e) for e in client.zrange(keys.due_buckets, 0, -1)]
+    swept = {m.decode() for e in buckets for bucket in (keys.cooldown_bucket(e),
+             keys.event_id_bucket(e)) for m in client.lrange(bucket, 0, -1)}  # fmt: skip
     for raw in client.scan_iter(match=keys.match_all, count=1000):
         key = raw.decode()
         assert "arena" not in key, key
-        if key.startswith(cooldown_prefix) or key.startswith(keys.event_id("")):
+        if key.startswith(keys.cooldown_prefix) or key.startswith(keys.event_id("")):
             assert key in swept, key
+        elif key.startswith((keys.cooldown_bucket_prefix, keys.event_id_bucket_prefix)):
+            assert int(key.rpartition(":")[2]) in buckets, key
         else:
             assert key in fixed or key.startswith(keys.player("")), key
     # The regular play after the flood was still rated.

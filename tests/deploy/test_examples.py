@@ -170,7 +170,8 @@ def test_reader_example_matches_adr_leaderboard_on_consumer_state(
     as_regex = [
         re.compile("^" + re.escape(p).replace(r"\{NS\}", re.escape(keys.tag))
                    .replace("<id>", ".+").replace("<topic>", ".+")
-                   .replace("<n>", "[0-9]+").replace("<a><b>", ".+") + "$")
+                   .replace("<n>", "[0-9]+").replace("<end>", "[0-9]+")
+                   .replace("<a><b>", ".+") + "$")
         for p in patterns
     ]  # fmt: skip
     written = {k.decode() for k in redis_client.scan_iter(match=keys.match_all, count=1000)}
