@@ -7,6 +7,8 @@ from __future__ import annotations
 import heapq
 from typing import Final
 
+from redis_layout.keys import due_bucket_end
+
 RESEND: Final = "duplicate"
 REUSED: Final = "id_reused"
 
@@ -17,11 +19,12 @@ Content = tuple[str, str, str, int]
 class EventIds:
     """The ids counted within the horizon, with what each stood for.
 
-    The consumer remembers an id until every partition's watermark has passed its ts by
-    `keep_ms` (lateness + the pair memory); a replay has one watermark, and forgets at exactly
-    that horizon, the earliest the consumer may. A resend is never affected: any event that old
-    is late first. Only a reuse for another kill that much later can be rated by a replay where
-    a consumer that swept later rejected it."""
+    The consumer remembers an id until every partition's watermark, less `keep_ms` (lateness +
+    the pair memory), has passed the end of the ts's bucket of its record index
+    (redis_layout.keys.due_bucket_end); a replay has one watermark, and forgets at exactly that
+    horizon, the earliest the consumer may. A resend is never affected: any event that old is
+    late first. Only a reuse for another kill that much later can be rated by a replay where a
+    consumer that swept later rejected it."""
 
     __slots__ = ("_content", "_due", "_keep_ms")
 
@@ -29,7 +32,7 @@ class EventIds:
         self._keep_ms = keep_ms
         self._content: dict[str, Content] = {}
         self._due: list[tuple[int, str]] = []
-        """(ts, id) of every id remembered, a heap: the oldest is forgotten first."""
+        """(bucket end of its ts, id) of every id remembered, a heap: the oldest goes first."""
 
     def check(self, event_id: str, content: Content) -> str | None:
         """RESEND or REUSED when `event_id` was counted (None: it was not)."""
@@ -41,10 +44,10 @@ class EventIds:
     def remember(self, event_id: str, content: Content) -> None:
         """`event_id` was counted as `content`."""
         self._content[event_id] = content
-        heapq.heappush(self._due, (content[3], event_id))
+        heapq.heappush(self._due, (due_bucket_end(content[3]), event_id))
 
     def forget(self, watermark: int | None) -> None:
-        """Drop the ids counted at ts <= watermark - keep."""
+        """Drop the ids whose bucket ends at or before watermark - keep."""
         if watermark is None:
             return
         horizon = watermark - self._keep_ms

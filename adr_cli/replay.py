@@ -63,7 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Event ids (the consumer's rule, schemas/kill_event.md): a counted event's id sent\n"
         "again with the same arena, players and ts is a duplicate, even after the pair's\n"
         "cooldown has moved on; with another kill it is rejected as 'id_reused'. An id is\n"
-        "remembered until W passes its ts by --lateness + t_cooldown.\n\n"
+        "remembered until W - --lateness - t_cooldown reaches the end of its ts's 10 s\n"
+        "bucket (the consumer's record index).\n\n"
         "Exit codes: 0 done (malformed records are reported and skipped), 1 input/output\n"
         "error, 2 usage error (unknown --param name, bad value, bad --snapshot file)."
     )

@@ -61,15 +61,16 @@ def test_a_reused_id_is_rejected_and_the_first_use_stands(tmp_path: Path) -> Non
 
 
 def test_an_id_is_forgotten_at_the_horizon(tmp_path: Path) -> None:
-    """lateness 0 and t_cooldown 60 s: an id counted at t is remembered while the watermark is
-    below t + 60 s (the consumer deletes records with ts <= watermark - keep); then another kill
-    may use it."""
+    """lateness 0 and t_cooldown 60 s: an id counted at t is remembered until the watermark less
+    60 s reaches the end of t's 10-second bucket of the consumer's record index (deleted once
+    that end <= watermark - keep); then another kill may use it."""
+    t = T0 - T0 % 10_000 + 3_000  # 3 s into a bucket, which ends at t + 6.999 s
     events = [
-        _kill("e1", "p1", "p2", T0),
-        _kill("e2", "p3", "p4", T0 + MINUTE - 1),  # watermark T0 + 59.999 s: e1 remembered
-        _kill("e1", "p5", "p6", T0 + MINUTE - 1),
-        _kill("e3", "p3", "p4", T0 + 3 * MINUTE),  # watermark: T0 + 180 s, e1 forgotten
-        _kill("e1", "p7", "p8", T0 + 3 * MINUTE),
+        _kill("e1", "p1", "p2", t),
+        _kill("e2", "p3", "p4", t + MINUTE + 6_998),  # watermark - keep: 1 ms before the end
+        _kill("e1", "p5", "p6", t + MINUTE + 6_998),  # still remembered: id_reused
+        _kill("e3", "p3", "p4", t + MINUTE + 6_999),  # at the end: forgotten
+        _kill("e1", "p7", "p8", t + MINUTE + 6_999),
     ]
     result = _replay(tmp_path, events, "--lateness", "0")
     assert result["counted"] == 4 and result["rejected_by_reason"]["id_reused"] == 1  # type: ignore[index]
