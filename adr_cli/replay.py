@@ -299,6 +299,7 @@ class _ById:
     def apply(self, book: RatingBook, item: ReplayEvent) -> None:
         content = (item.arena, item.attacker, item.victim, item.ts)
         watermark = book.watermark
+        self.ids.forget(watermark)  # as soon as the watermark lets the consumer sweep them
         late = watermark is not None and item.ts < watermark - book.lateness_ms
         if not late and item.attacker != item.victim:  # the consumer's decoder rejects these
             seen = self.ids.check(item.id, content)
@@ -310,7 +311,6 @@ class _ById:
                 return
         if book.apply(item.id, item.attacker, item.victim, item.ts) is COUNTED:
             self.ids.remember(item.id, content)
-            self.ids.forget(book.watermark)
 
 
 class _atomic:

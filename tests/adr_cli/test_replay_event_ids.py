@@ -69,7 +69,7 @@ def test_an_id_is_forgotten_at_the_horizon(tmp_path: Path) -> None:
         _kill("e1", "p1", "p2", t),
         _kill("e2", "p3", "p4", t + MINUTE + 6_998),  # watermark - keep: 1 ms before the end
         _kill("e1", "p5", "p6", t + MINUTE + 6_998),  # still remembered: id_reused
-        _kill("e3", "p3", "p4", t + MINUTE + 6_999),  # at the end: forgotten
+        _kill("e3", "p9", "p10", t + MINUTE + 6_999),  # at the end: forgotten
         _kill("e1", "p7", "p8", t + MINUTE + 6_999),
     ]
     result = _replay(tmp_path, events, "--lateness", "0")
