@@ -1,0 +1,283 @@
+"""Redis loading its dataset (LOADING: after a restart with a big AOF, a restore, a replica's full
+resync) on a real redis-server held in LOADING for a few seconds (stack/loading.py): the consumer
+started meanwhile, the consumer whose Redis restarts mid-run, and the outbox relay with entries in
+flight wait (not ready, counted, logged, backing off) and go on once it has loaded; every event
+is applied once, every rating change and dead letter sent once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import consumer_support as S
+import msgspec
+import pytest
+import redis
+from confluent_kafka import Producer
+
+from consumer._kafka import producer_settings
+from consumer._metrics import Metrics
+from consumer._relay import Relay
+from consumer._retry import RedisRetry
+from consumer.config import Config
+from engine import Params
+from redis_layout import Keys
+from runtime.kafka_produce import produce_waiting
+from schemas import KillEvent, decode_rating_change, encode_kill_event
+from stack.loading import LoadingRedis
+
+pytestmark = pytest.mark.integration  # starts servers of its own
+
+PARAMS = Params()
+FILLER_KEYS = 10_000
+"""At the server's 2 ms a key, a restart would load for about 20 s: longer than any hold here."""
+HOLD_S = 3.0
+"""How long each test keeps Redis loading once the component has met LOADING."""
+BACKOFF_INITIAL_S = 0.1
+BACKOFF_MAX_S = 1.0
+REFUSED = "redis refused the command, retrying"
+
+
+@pytest.fixture
+def loading_redis(tmp_path: Path):  # type: ignore[no-untyped-def]
+    server = LoadingRedis(tmp_path / "redis")
+    server.start()
+    yield server
+    server.stop()
+
+
+def _stream(
+    n: int, seed: int, bad_every: int
+) -> tuple[list[KillEvent], list[tuple[bytes, bytes]], list[bytes]]:
+    """(good events, the messages to publish, the malformed ones among them in order): a
+    malformed message (dead letter `undecodable`) after every `bad_every` good ones."""
+    events = S.events(n, players=300, arenas=20, seed=seed)
+    stream: list[tuple[bytes, bytes]] = []
+    bad: list[bytes] = []
+    for i, event in enumerate(events):
+        stream.append((event.arena.encode(), encode_kill_event(event)))
+        if i % bad_every == bad_every // 2:
+            bad.append(b"\xc1\x00\xff not msgpack #%d" % i)
+            stream.append((b"arena-0", bad[-1]))
+    return events, stream, bad
+
+
+def _config(consumer_config: Any, server: LoadingRedis, ns: str, topic: str) -> Config:
+    config: Config = consumer_config(
+        server.url, ns, topic, metrics_host="127.0.0.1", metrics_port=0, batch_size=200,
+        backoff_initial_s=BACKOFF_INITIAL_S, backoff_max_s=BACKOFF_MAX_S,
+    )  # fmt: skip
+    return config
+
+
+def _refused_loading(metrics: Metrics) -> float:
+    value = metrics.registry.get_sample_value("adr_redis_refused_total", {"code": "LOADING"})
+    return value or 0.0
+
+
+def _probe(consumer: S.ThreadedConsumer, path: str) -> tuple[int, str]:
+    assert consumer.pipeline.http is not None
+    return S.http_get(f"http://127.0.0.1:{consumer.pipeline.http.server_address[1]}{path}")
+
+
+def _loading_lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [
+        r
+        for r in caplog.records
+        if r.getMessage() == REFUSED and getattr(r, "code", None) == "LOADING"
+    ]
+
+
+def _waits_through_loading(
+    server: LoadingRedis, consumer: S.ThreadedConsumer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """While Redis loads, the consumer is alive and live but not ready, and retries with
+    backoff, each try counted and logged; then the test ends the loading."""
+    metrics = consumer.pipeline.metrics
+    S.wait_until(lambda: _refused_loading(metrics) >= 1, 30, "a LOADING refusal counted")
+    first = _refused_loading(metrics)
+    time.sleep(HOLD_S)
+    assert server.loading()  # held all along: what follows was seen during LOADING
+    assert consumer.thread.is_alive()
+    status, text = _probe(consumer, "/readyz")
+    assert status == 503 and "redis=0" in text, (status, text)
+    assert _probe(consumer, "/healthz")[0] == 200  # waiting, not stalled: no restart by a probe
+    tries = _refused_loading(metrics) - first
+    # Backing off (0.1 s doubling up to 1 s): a handful of tries, not a busy loop (which makes
+    # thousands in HOLD_S: Redis answers LOADING at once).
+    assert 1 <= tries <= HOLD_S / BACKOFF_INITIAL_S, tries
+    lines = _loading_lines(caplog)
+    assert lines and all(getattr(r, "meaning", "") == "loading its dataset" for r in lines)
+    server.end_loading()
+
+
+def _assert_each_applied_and_sent_once(
+    bootstrap: str,
+    topic: str,
+    client: redis.Redis,
+    keys: Keys,
+    events: list[KillEvent],
+    bad: list[bytes],
+) -> None:
+    """Redis equals the replay bit for bit; every rating change and dead letter was sent once."""
+    book = S.assert_as_replayed(client, keys, events, PARAMS)
+    ratings = S.read_topic(bootstrap, f"{topic}-ratings", idle=3)
+    received = [decode_rating_change(m.value()).id for m in ratings]
+    assert len(received) == len(set(received))  # nothing sent twice
+    assert set(received) == S.change_ids(book.counted_ids)  # nothing lost
+    dead = S.read_topic(bootstrap, f"{topic}-dlq", idle=3)
+    assert [m.value() for m in dead] == bad  # each once, in order
+    assert {dict(m.headers())["reason"] for m in dead} == {b"undecodable"}
+
+
+def test_a_consumer_started_while_redis_loads_waits_then_applies_every_event_once(
+    loading_redis: LoadingRedis,
+    kafka_bootstrap: str,
+    kafka_admin,  # type: ignore[no-untyped-def]
+    unique_name,
+    consumer_config,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = loading_redis
+    topic, ns, keys, client = S.pool_on_topic(kafka_admin, server.url, unique_name)
+    server.fill(FILLER_KEYS)
+    events, stream, bad = _stream(3_000, seed=71, bad_every=500)
+    S.produce(kafka_bootstrap, topic, stream)
+    server.restart_loading()
+    caplog.set_level(logging.INFO)
+    consumer = S.start_threaded(_config(consumer_config, server, ns, topic), PARAMS, True)
+    try:
+        consumer.wait_serving()
+        _waits_through_loading(server, consumer, caplog)
+        alive = consumer.thread.is_alive
+        S.wait_applied(client, keys, topic, {0: len(stream)}, 60, alive=alive)
+        S.wait_outbox_empty(client, keys, 30)
+        S.wait_until(lambda: _probe(consumer, "/readyz")[0] == 200, 10, "ready again")
+    finally:
+        consumer.stop()
+    _assert_each_applied_and_sent_once(kafka_bootstrap, topic, client, keys, events, bad)
+    client.close()
+
+
+def test_redis_restarted_mid_run_is_waited_through_loading_and_nothing_is_lost_or_doubled(
+    loading_redis: LoadingRedis,
+    kafka_bootstrap: str,
+    kafka_admin,  # type: ignore[no-untyped-def]
+    unique_name,
+    consumer_config,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    server = loading_redis
+    topic, ns, keys, client = S.pool_on_topic(kafka_admin, server.url, unique_name)
+    server.fill(FILLER_KEYS)
+    events, stream, bad = _stream(8_000, seed=73, bad_every=400)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "enable.idempotence": True})
+    done = threading.Event()
+
+    def publish() -> None:  # a steady load (~1,000 a second) through the restart
+        for i, (key, value) in enumerate(stream):
+            produce_waiting(producer, topic, value, key)
+            if i % 100 == 99:
+                producer.poll(0)
+                time.sleep(0.1)
+        assert producer.flush(60) == 0
+        done.set()
+
+    threading.Thread(target=publish, daemon=True).start()
+    caplog.set_level(logging.INFO)
+    consumer = S.start_threaded(_config(consumer_config, server, ns, topic), PARAMS, True)
+    try:
+        consumer.wait_serving()
+        S.wait_until(
+            lambda: S.applied_offsets(client, keys, topic).get(0, 0) >= len(stream) // 5,
+            60,
+            "a fifth applied",
+        )
+        server.restart_loading()  # SIGTERM: Redis fsyncs its AOF and exits; then it loads
+        _waits_through_loading(server, consumer, caplog)
+        assert not done.is_set(), "the load ended before Redis came back"
+        assert done.wait(60), "the publisher did not finish"
+        alive = consumer.thread.is_alive
+        S.wait_applied(client, keys, topic, {0: len(stream)}, 60, alive=alive)
+        S.wait_outbox_empty(client, keys, 30)
+        S.wait_until(lambda: _probe(consumer, "/readyz")[0] == 200, 10, "ready again")
+    finally:
+        consumer.stop()
+    _assert_each_applied_and_sent_once(kafka_bootstrap, topic, client, keys, events, bad)
+    client.close()
+
+
+def _add_entry(client: redis.Redis, keys: Keys, tag: str, size: int) -> list[bytes]:
+    """One outbox entry of `size` rating changes (their bytes: `<tag>-<i>`); their values."""
+    values = [f"{tag}-{i}".encode() for i in range(size)]
+    pairs = [(f"p{i}", value) for i, value in enumerate(values)]
+    client.xadd(keys.outbox, {"m": msgspec.msgpack.encode(pairs)})
+    return values
+
+
+def test_the_relay_acknowledges_entries_in_flight_across_a_loading_restart_once(
+    loading_redis: LoadingRedis,
+    kafka_bootstrap: str,
+    kafka_admin,  # type: ignore[no-untyped-def]
+    unique_name,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Entries the relay has produced, but not yet acknowledged, when Redis restarts: the
+    acknowledgements wait through LOADING (retried with backoff like the pipeline's relay stage)
+    and land once; the relay then takes new entries. No rating change is sent twice."""
+    server = loading_redis
+    topic = kafka_admin.create(unique_name("ratings"), partitions=1)
+    keys = Keys(unique_name("ns"))
+    client = redis.Redis.from_url(server.url)
+    server.fill(FILLER_KEYS)
+    config = Config(
+        bootstrap_servers=kafka_bootstrap, rating_topic=topic, instance_id="r1",
+        outbox_claim_idle_ms=300, relay_pump_ms=200,
+    )  # fmt: skip
+    metrics = Metrics()
+    producer = Producer(producer_settings(config, lambda _err: None))
+    relay = Relay(client, producer, keys, config, metrics)
+    retry = RedisRetry(metrics, BACKOFF_INITIAL_S, BACKOFF_MAX_S)
+    sent = [v for i in range(10) for v in _add_entry(client, keys, f"a{i}", 5)]
+    assert relay.pump() == 10  # all taken and produced, none acknowledged yet
+    assert client.xpending(keys.outbox, "relay")["pending"] == 10
+    server.restart_loading()
+
+    stop = threading.Event()
+    caplog.set_level(logging.INFO)
+
+    def pump() -> None:  # the pipeline's relay stage, between batches
+        while not stop.is_set():
+            retry(relay.pump, "relay")
+            time.sleep(0.02)
+
+    pumping = threading.Thread(target=pump, daemon=True)
+    pumping.start()
+    try:
+        S.wait_until(lambda: _refused_loading(metrics) >= 1, 30, "a LOADING refusal counted")
+        time.sleep(HOLD_S)
+        assert server.loading() and pumping.is_alive()
+        assert not metrics.ready_flags["redis"]
+        assert _refused_loading(metrics) <= 1 + HOLD_S / BACKOFF_INITIAL_S
+        assert metrics.registry.get_sample_value(
+            "adr_errors_swallowed_total", {"where": "redis_relay"}
+        )
+        assert _loading_lines(caplog)
+        server.end_loading()
+        sent += [v for i in range(3) for v in _add_entry(client, keys, f"b{i}", 5)]
+        S.wait_until(
+            lambda: client.xlen(keys.outbox) == 0 and relay.in_flight == 0, 30, "all acknowledged"
+        )
+        assert metrics.ready_flags["redis"]
+    finally:
+        stop.set()
+        pumping.join(30)
+    assert client.xpending(keys.outbox, "relay")["pending"] == 0
+    got = [m.value() for m in S.read_topic(kafka_bootstrap, topic, idle=3)]
+    assert sorted(got) == sorted(sent)  # each once
+    producer.flush(5)
+    client.close()
