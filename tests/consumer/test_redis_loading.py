@@ -10,6 +10,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -116,15 +118,11 @@ def _waits_through_loading(
 
 
 def _assert_each_applied_and_sent_once(
-    bootstrap: str,
-    topic: str,
-    client: redis.Redis,
-    keys: Keys,
-    events: list[KillEvent],
-    bad: list[bytes],
+    bootstrap: str, pool: _Pool, events: list[KillEvent], bad: list[bytes]
 ) -> None:
     """Redis equals the replay bit for bit; every rating change and dead letter was sent once."""
-    book = S.assert_as_replayed(client, keys, events, PARAMS)
+    book = S.assert_as_replayed(pool.client, pool.keys, events, PARAMS)
+    topic = pool.topic
     ratings = S.read_topic(bootstrap, f"{topic}-ratings", idle=3)
     received = [decode_rating_change(m.value()).id for m in ratings]
     assert len(received) == len(set(received))  # nothing sent twice
@@ -134,53 +132,65 @@ def _assert_each_applied_and_sent_once(
     assert {dict(m.headers())["reason"] for m in dead} == {b"undecodable"}
 
 
-def test_a_consumer_started_while_redis_loads_waits_then_applies_every_event_once(
-    loading_redis: LoadingRedis,
-    kafka_bootstrap: str,
-    kafka_admin,  # type: ignore[no-untyped-def]
-    unique_name,
-    consumer_config,
-    caplog: pytest.LogCaptureFixture,
-) -> None:
-    server = loading_redis
-    topic, ns, keys, client = S.pool_on_topic(kafka_admin, server.url, unique_name)
-    server.fill(FILLER_KEYS)
-    events, stream, bad = _stream(3_000, seed=71, bad_every=500)
-    S.produce(kafka_bootstrap, topic, stream)
-    server.restart_loading()
+@dataclass
+class _Pool:
+    """A rating pool (SNAPSHOT published) on the loading server, and a consumer's config."""
+
+    server: LoadingRedis
+    topic: str
+    keys: Keys
+    client: redis.Redis
+    config: Config
+
+
+@pytest.fixture
+def pool(  # type: ignore[no-untyped-def]
+    loading_redis: LoadingRedis, kafka_admin, unique_name, consumer_config, caplog
+) -> Iterator[_Pool]:
+    """The pool, the server's filler written after it; log records captured from INFO."""
+    topic, ns, keys, client = S.pool_on_topic(kafka_admin, loading_redis.url, unique_name)
+    loading_redis.fill(FILLER_KEYS)
     caplog.set_level(logging.INFO)
-    consumer = S.start_threaded(_config(consumer_config, server, ns, topic), PARAMS, True)
-    try:
-        consumer.wait_serving()
-        _waits_through_loading(server, consumer, caplog)
-        alive = consumer.thread.is_alive
-        S.wait_applied(client, keys, topic, {0: len(stream)}, 60, alive=alive)
-        S.wait_outbox_empty(client, keys, 30)
-        S.wait_until(lambda: _probe(consumer, "/readyz")[0] == 200, 10, "ready again")
-    finally:
-        consumer.stop()
-    _assert_each_applied_and_sent_once(kafka_bootstrap, topic, client, keys, events, bad)
+    yield _Pool(
+        loading_redis, topic, keys, client, _config(consumer_config, loading_redis, ns, topic)
+    )
     client.close()
 
 
-def test_redis_restarted_mid_run_is_waited_through_loading_and_nothing_is_lost_or_doubled(
-    loading_redis: LoadingRedis,
-    kafka_bootstrap: str,
-    kafka_admin,  # type: ignore[no-untyped-def]
-    unique_name,
-    consumer_config,
-    caplog: pytest.LogCaptureFixture,
+def _finishes(pool: _Pool, consumer: S.ThreadedConsumer, messages: int) -> None:
+    """After the loading: every message applied, the outbox relayed, the consumer ready."""
+    alive = consumer.thread.is_alive
+    S.wait_applied(pool.client, pool.keys, pool.topic, {0: messages}, 60, alive=alive)
+    S.wait_outbox_empty(pool.client, pool.keys, 30)
+    S.wait_until(lambda: _probe(consumer, "/readyz")[0] == 200, 10, "ready again")
+
+
+def test_a_consumer_started_while_redis_loads_waits_then_applies_every_event_once(
+    pool: _Pool, kafka_bootstrap: str, caplog: pytest.LogCaptureFixture
 ) -> None:
-    server = loading_redis
-    topic, ns, keys, client = S.pool_on_topic(kafka_admin, server.url, unique_name)
-    server.fill(FILLER_KEYS)
+    events, stream, bad = _stream(3_000, seed=71, bad_every=500)
+    S.produce(kafka_bootstrap, pool.topic, stream)
+    pool.server.restart_loading()
+    consumer = S.start_threaded(pool.config, PARAMS, serve_metrics=True)
+    try:
+        consumer.wait_serving()
+        _waits_through_loading(pool.server, consumer, caplog)
+        _finishes(pool, consumer, len(stream))
+    finally:
+        consumer.stop()
+    _assert_each_applied_and_sent_once(kafka_bootstrap, pool, events, bad)
+
+
+def test_redis_restarted_mid_run_is_waited_through_loading_and_nothing_is_lost_or_doubled(
+    pool: _Pool, kafka_bootstrap: str, caplog: pytest.LogCaptureFixture
+) -> None:
     events, stream, bad = _stream(8_000, seed=73, bad_every=400)
     producer = Producer({"bootstrap.servers": kafka_bootstrap, "enable.idempotence": True})
     done = threading.Event()
 
     def publish() -> None:  # a steady load (~1,000 a second) through the restart
         for i, (key, value) in enumerate(stream):
-            produce_waiting(producer, topic, value, key)
+            produce_waiting(producer, pool.topic, value, key)
             if i % 100 == 99:
                 producer.poll(0)
                 time.sleep(0.1)
@@ -188,27 +198,24 @@ def test_redis_restarted_mid_run_is_waited_through_loading_and_nothing_is_lost_o
         done.set()
 
     threading.Thread(target=publish, daemon=True).start()
-    caplog.set_level(logging.INFO)
-    consumer = S.start_threaded(_config(consumer_config, server, ns, topic), PARAMS, True)
+    consumer = S.start_threaded(pool.config, PARAMS, serve_metrics=True)
     try:
         consumer.wait_serving()
         S.wait_until(
-            lambda: S.applied_offsets(client, keys, topic).get(0, 0) >= len(stream) // 5,
+            lambda: (
+                S.applied_offsets(pool.client, pool.keys, pool.topic).get(0, 0) >= len(stream) // 5
+            ),
             60,
             "a fifth applied",
         )
-        server.restart_loading()  # SIGTERM: Redis fsyncs its AOF and exits; then it loads
-        _waits_through_loading(server, consumer, caplog)
+        pool.server.restart_loading()  # SIGTERM: Redis fsyncs its AOF and exits; then it loads
+        _waits_through_loading(pool.server, consumer, caplog)
         assert not done.is_set(), "the load ended before Redis came back"
         assert done.wait(60), "the publisher did not finish"
-        alive = consumer.thread.is_alive
-        S.wait_applied(client, keys, topic, {0: len(stream)}, 60, alive=alive)
-        S.wait_outbox_empty(client, keys, 30)
-        S.wait_until(lambda: _probe(consumer, "/readyz")[0] == 200, 10, "ready again")
+        _finishes(pool, consumer, len(stream))
     finally:
         consumer.stop()
-    _assert_each_applied_and_sent_once(kafka_bootstrap, topic, client, keys, events, bad)
-    client.close()
+    _assert_each_applied_and_sent_once(kafka_bootstrap, pool, events, bad)
 
 
 def _add_entry(client: redis.Redis, keys: Keys, tag: str, size: int) -> list[bytes]:
