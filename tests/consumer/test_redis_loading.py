@@ -186,10 +186,14 @@ def test_redis_restarted_mid_run_is_waited_through_loading_and_nothing_is_lost_o
 ) -> None:
     events, stream, bad = _stream(8_000, seed=73, bad_every=400)
     producer = Producer({"bootstrap.servers": kafka_bootstrap, "enable.idempotence": True})
-    done = threading.Event()
+    restarted, done = threading.Event(), threading.Event()
 
-    def publish() -> None:  # a steady load (~1,000 a second) through the restart
+    def publish() -> None:
+        """A steady load (~1,000 a second); its second half from Redis's restart on, so that
+        events and dead letters arrive while it loads and after."""
         for i, (key, value) in enumerate(stream):
+            if i == len(stream) // 2:
+                assert restarted.wait(60)
             produce_waiting(producer, pool.topic, value, key)
             if i % 100 == 99:
                 producer.poll(0)
@@ -197,23 +201,21 @@ def test_redis_restarted_mid_run_is_waited_through_loading_and_nothing_is_lost_o
         assert producer.flush(60) == 0
         done.set()
 
+    def applied() -> int:
+        return S.applied_offsets(pool.client, pool.keys, pool.topic).get(0, 0)
+
     threading.Thread(target=publish, daemon=True).start()
     consumer = S.start_threaded(pool.config, PARAMS, serve_metrics=True)
     try:
         consumer.wait_serving()
-        S.wait_until(
-            lambda: (
-                S.applied_offsets(pool.client, pool.keys, pool.topic).get(0, 0) >= len(stream) // 5
-            ),
-            60,
-            "a fifth applied",
-        )
+        S.wait_until(lambda: applied() >= len(stream) // 5, 60, "a fifth applied")
         pool.server.restart_loading()  # SIGTERM: Redis fsyncs its AOF and exits; then it loads
+        restarted.set()
         _waits_through_loading(pool.server, consumer, caplog)
-        assert not done.is_set(), "the load ended before Redis came back"
         assert done.wait(60), "the publisher did not finish"
         _finishes(pool, consumer, len(stream))
     finally:
+        restarted.set()
         consumer.stop()
     _assert_each_applied_and_sent_once(kafka_bootstrap, pool, events, bad)
 
