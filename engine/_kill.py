@@ -202,7 +202,8 @@ StateFields = tuple[
     tuple[float, ...], tuple[int, ...],
 ]  # fmt: skip
 """A PlayerState's fields in their declaration order (engine/_state.py: μ, σ, streak, φ, ν, n,
-last_ts, tier, h_up, h_down, window, recent), as `fields` reads them."""
+last_ts, tier, h_up, h_down, window, recent), as `fields` reads them (checked by
+tests/engine/test_engine_formulas.py)."""
 
 
 def fields(state: PlayerState) -> StateFields:

@@ -44,22 +44,9 @@ FIELDS_V1: Final = (
 as msgpack. Still read (`decode_player`); the consumer's next write of the player turns such a
 hash into layout 2 (apply.lua deletes the fields layout 2 does not have)."""
 
-STATE_FIELDS: Final = (
-    "mu",
-    "sigma",
-    "streak",
-    "phi",
-    "pool",
-    "n",
-    "last_ts",
-    "tier",
-    "h_up",
-    "h_down",
-    "window",
-    "recent",
-)
-"""engine.PlayerState's fields in declaration order, the order `_values` unpacks them in
-(tests/redis_layout/test_layout_player_codec.py checks it against PlayerState)."""
+STATE_FIELDS: Final = FIELDS_V1[:-1]
+"""engine.PlayerState's fields in declaration order (layout 1 holds them so, then `ver`): the
+order `_values` unpacks them in (tests/redis_layout/test_layout_player_codec.py checks it)."""
 
 READ_FIELDS: Final = (*FIELDS, *STATE_ITEMS)
 """What `decode_player` takes, in HMGET order: layout 2's fields, then layout 1's state items
