@@ -193,8 +193,8 @@ def sustained(bootstrap: str, redis_url: str, topic: str, n: int, params: Params
 def stages(bootstrap: str, redis_url: str, topic: str, n: int, params: Params) -> dict[str, Any]:
     """The consumer on the same backlog again (a new namespace and group), its thread's CPU time
     charged to the stages of each batch (consumer/_stages.py): µs per event of each stage, the
-    rest of the pipeline's thread (Kafka reads and commits, dead letters, waits' bookkeeping, GC
-    at the batch boundary) and the process's other threads (librdkafka's)."""
+    rest of the pipeline's thread (Kafka reads and commits, dead letters, waits' bookkeeping, the
+    full GC once a minute) and the process's other threads (librdkafka's)."""
     clock = StageClock()
     pipeline = TimedPipeline(
         config_for(bootstrap, redis_url, topic, f"sg{uuid.uuid4().hex[:6]}"),

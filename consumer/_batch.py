@@ -153,18 +153,19 @@ def rate_batch(
             plan.already_applied += 1  # another instance applied it first (rebalance)
             continue
         ev = item.event
+        attacker, victim, ts = ev.attacker, ev.victim, ev.ts  # one lookup each (a Struct's)
         watermark = watermarks.get(item.partition)
-        if watermark is not None and ev.ts < watermark - lateness_ms:
+        if watermark is not None and ts < watermark - lateness_ms:
             plan.late += 1
             continue
-        pair = keys.cooldown(ev.attacker, ev.victim)
+        pair = keys.cooldown(attacker, victim)
         corrupt = view.corrupt  # a dead-lettered event changes nothing, not even the watermark
-        if corrupt and (ev.attacker in corrupt or ev.victim in corrupt or pair in corrupt):
+        if corrupt and (attacker in corrupt or victim in corrupt or pair in corrupt):
             plan.rejected.append((item, "corrupt_state"))
             continue
         if (item.partition, item.offset) in refused or (
             max_players is not None
-            and count + _joining(ev.attacker, ev.victim, states, view) > max_players
+            and count + _joining(attacker, victim, states, view) > max_players
         ):
             plan.pool_full.append(item)
             continue
@@ -173,19 +174,19 @@ def rate_batch(
         if seen is not None:  # the id was counted: a resend, or reused for another kill
             if seen == content_digest(ev):
                 plan.duplicates += 1
-                if watermark is None or ev.ts > watermark:
-                    watermarks[item.partition] = ev.ts
+                if watermark is None or ts > watermark:
+                    watermarks[item.partition] = ts
             else:
                 plan.rejected.append((item, "id_reused"))
             continue
-        if watermark is None or ev.ts > watermark:
-            watermarks[item.partition] = ev.ts
-        if is_duplicate(cooldowns.get(pair), ev.ts, params):  # §2.1
+        if watermark is None or ts > watermark:
+            watermarks[item.partition] = ts
+        if is_duplicate(cooldowns.get(pair), ts, params):  # §2.1
             plan.duplicates += 1
             continue
         before: list[PlayerState] = []
         joined = 0
-        for player in (ev.attacker, ev.victim):
+        for player in (attacker, victim):
             state = states.get(player)
             if state is None:
                 state = view.players[player][0]
@@ -198,7 +199,7 @@ def rate_batch(
             outcome = rate_kill(
                 a,
                 b,
-                ev.ts,
+                ts,
                 total + joined * new_units,
                 count + joined,
                 view.snapshot,
@@ -211,17 +212,18 @@ def rate_batch(
             continue
         count += joined
         total += joined * new_units + outcome.sigma_units_delta
-        states[ev.attacker] = outcome.attacker
-        states[ev.victim] = outcome.victim
-        cooldowns[pair] = ev.ts
-        touched_pairs[pair] = ev.ts
+        new_a, new_b = outcome.attacker, outcome.victim
+        states[attacker] = new_a
+        states[victim] = new_b
+        cooldowns[pair] = ts
+        touched_pairs[pair] = ts
         digest = ids[id_key] = content_digest(ev)
-        plan.event_ids.append((id_key, digest, ev.ts))
+        plan.event_ids.append((id_key, digest, ts))
         plan.counted += 1
-        plan.counted_ts.append(ev.ts)
+        plan.counted_ts.append(ts)
         roles: tuple[tuple[Role, PlayerState, PlayerState, str], ...] = (
-            ("attacker", a, outcome.attacker, ev.attacker),
-            ("victim", b, outcome.victim, ev.victim),
+            ("attacker", a, new_a, attacker),
+            ("victim", b, new_b, victim),
         )
         for role, old, new, player in roles:
             seq = vers[player] = vers.get(player, view.players[player][1]) + 1
@@ -230,7 +232,7 @@ def rate_batch(
                 role=role,
                 arena=ev.arena,
                 source_id=ev.id,
-                ts=ev.ts,
+                ts=ts,
                 mu_before=old.mu,
                 mu_after=new.mu,
                 sigma_after=new.sigma,

@@ -9,6 +9,7 @@ differ only in how they store a player (immutable states vs mutable records with
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
 import msgspec
 
@@ -196,14 +197,34 @@ def kill_update(
     return p, next_a, next_b, next_a[2] - units_a + next_b[2] - units_b
 
 
+StateFields = tuple[
+    float, float, int, float, float, int, int | None, int, float, float,
+    tuple[float, ...], tuple[int, ...],
+]  # fmt: skip
+"""A PlayerState's fields in their declaration order (engine/_state.py: μ, σ, streak, φ, ν, n,
+last_ts, tier, h_up, h_down, window, recent), as `fields` reads them (checked by
+tests/engine/test_engine_formulas.py)."""
+
+
+def fields(state: PlayerState) -> StateFields:
+    """All of `state`'s fields in one call (msgspec.structs.astuple): compiled, each `state.x`
+    is a generic attribute lookup, and `rate_kill` reads 14 of them per player."""
+    return cast(StateFields, msgspec.structs.astuple(state))
+
+
 def scalars(state: PlayerState) -> Scalars:
     """The scalars `kill_update` reads from a PlayerState."""
-    s = state
-    return (s.mu, s.sigma, s.n, s.last_ts, s.streak, s.phi, s.pool, s.tier, s.h_up, s.h_down)
+    return _scalars(fields(state))
 
 
-def _updated(state: PlayerState, s: NextScalars, ts: int, params: Params) -> PlayerState:
-    """A player's state after the event at ts, from its next scalars."""
+def _scalars(f: StateFields) -> Scalars:
+    mu, sigma, streak, phi, pool, n, last_ts, tier, h_up, h_down, _window, _recent = f
+    return (mu, sigma, n, last_ts, streak, phi, pool, tier, h_up, h_down)
+
+
+def _updated(state: StateFields, s: NextScalars, ts: int, params: Params) -> PlayerState:
+    """A player's state after the event at ts, from its fields before and its next scalars."""
+    window, recent = state[10], state[11]
     mu, sigma, _units, pool, n, tier, h_up, h_down, streak, phi, delta_mu = s
     return PlayerState(
         mu=mu,
@@ -216,8 +237,8 @@ def _updated(state: PlayerState, s: NextScalars, ts: int, params: Params) -> Pla
         tier=tier,
         h_up=h_up,
         h_down=h_down,
-        window=window_next(state.window, delta_mu, params),
-        recent=recent_next(state.recent, ts, params),
+        window=window_next(window, delta_mu, params),
+        recent=recent_next(recent, ts, params),
     )
 
 
@@ -234,12 +255,13 @@ def rate_kill(
     """Apply one counted event "a kills b at ts" (steps 5–13); S, P include a and b at stored σ.
 
     `pair_last`: the last counted a→b time, for the opt-in repeat_window (None: none in memory)."""
-    units_a, units_b = sigma_units(a.sigma, params), sigma_units(b.sigma, params)
-    w_a, w_b = window_mean(a.window), window_mean(b.window)
+    fa, fb = fields(a), fields(b)  # fa[1]: σ, fa[10]: window (StateFields)
+    units_a, units_b = sigma_units(fa[1], params), sigma_units(fb[1], params)
+    w_a, w_b = window_mean(fa[10]), window_mean(fb[10])
     weight = repeat_weight(pair_last, ts, params)
     p, next_a, next_b, delta = kill_update(
-        scalars(a), w_a, units_a, scalars(b), w_b, units_b,
+        _scalars(fa), w_a, units_a, _scalars(fb), w_b, units_b,
         ts, total_units, count, snapshot, params, weight,
     )  # fmt: skip
-    new_a, new_b = _updated(a, next_a, ts, params), _updated(b, next_b, ts, params)
+    new_a, new_b = _updated(fa, next_a, ts, params), _updated(fb, next_b, ts, params)
     return KillOutcome(attacker=new_a, victim=new_b, p_ab=p, sigma_units_delta=delta)

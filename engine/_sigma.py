@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import operator
+
 from engine.params import Params
 
 
@@ -11,5 +13,11 @@ def sigma_units(sigma: float, params: Params) -> int:
 
 
 def sigma_mean(total_units: int, count: int, params: Params) -> float:
-    """σ̄ = S / (P·2**k), correctly rounded (int / int true division) (§3.2)."""
-    return total_units / (count << params.sigma_k)
+    """σ̄ = S / (P·2**k), correctly rounded (int / int true division) (§3.2).
+
+    Through `operator.truediv`, not `/`: compiled, mypyc divides two ints below 2**62 as
+    doubles, each rounded first (S is above 2**53 from the first player: one σ0 is ~2**57
+    units), so while S < 2**62 (a few dozen players, more as σ shrinks) σ̄ could be one ulp
+    off the pure engine's (tests/engine/test_engine_compiled.py, `states`)."""
+    mean: float = operator.truediv(total_units, count << params.sigma_k)
+    return mean

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import TypeVar
 
 from engine.params import Params
 
@@ -88,13 +89,25 @@ def phi_next(phi: float, error: float, params: Params) -> float:
 
 
 def window_next(window: tuple[float, ...], delta_mu: float, params: Params) -> tuple[float, ...]:
-    """Append |Δμ|, keeping the newest L entries, oldest first (§4.5)."""
-    grown = (*window, abs(delta_mu))
-    return grown[-params.window :] if len(grown) > params.window else grown
+    """Append |Δμ|, keeping the newest L entries, oldest first (§4.5).
+
+    Cut before appending, by tuple concatenation: compiled, `(*window, x)` builds a list first
+    and the cut another tuple (this runs for both players of every event)."""
+    return _newest(window, params.window - 1) + (abs(delta_mu),)  # noqa: RUF005 (see above)
+
+
+_T = TypeVar("_T")
+
+
+def _newest(items: tuple[_T, ...], keep: int) -> tuple[_T, ...]:
+    """The last `keep` (>= 0) of `items`, `items` itself if it holds no more."""
+    size = len(items)
+    return items[size - keep :] if size > keep else items
 
 
 def recent_next(recent: tuple[int, ...], ts: int, params: Params) -> tuple[int, ...]:
     """The n_active latest counted event times after counting one at ts, ascending (§2.3)."""
-    in_order = not recent or ts >= recent[-1]
-    grown = (*recent, ts) if in_order else tuple(sorted((*recent, ts)))
+    if not recent or ts >= recent[-1]:  # the usual case: no sort (see `window_next`)
+        return _newest(recent, params.n_active - 1) + (ts,)  # noqa: RUF005 (window_next)
+    grown = tuple(sorted((*recent, ts)))
     return grown[-params.n_active :] if len(grown) > params.n_active else grown

@@ -44,6 +44,10 @@ FIELDS_V1: Final = (
 as msgpack. Still read (`decode_player`); the consumer's next write of the player turns such a
 hash into layout 2 (apply.lua deletes the fields layout 2 does not have)."""
 
+STATE_FIELDS: Final = FIELDS_V1[:-1]
+"""engine.PlayerState's fields in declaration order (layout 1 holds them so, then `ver`): the
+order `_values` unpacks them in (tests/redis_layout/test_layout_player_codec.py checks it)."""
+
 READ_FIELDS: Final = (*FIELDS, *STATE_ITEMS)
 """What `decode_player` takes, in HMGET order: layout 2's fields, then layout 1's state items
 (absent, so nil, in a layout-2 hash)."""
@@ -120,36 +124,38 @@ def float_text(x: float) -> str:
     return repr(x)
 
 
-def _text_values(state: PlayerState) -> tuple[str, ...]:
-    """The hash values of `state` from mu to tier (FIELDS order), as text."""
-    last_ts = state.last_ts
-    return (
-        float_text(state.mu),
-        float_text(state.sigma),
-        str(state.n),
-        "" if last_ts is None else str(last_ts),
-        _LABEL_BY_TIER[state.tier],
+def _values(state: PlayerState) -> tuple[str, str, str, str, str, bytes, bytes]:
+    """The hash values of `state` in FIELDS order, without `ver`: mu to tier as text, then
+    `window` and `state` (STATE_ITEMS as one msgpack array, floats as float64: exact).
+
+    The fields are read in one call, `msgspec.structs.astuple` (PlayerState's declaration order,
+    `STATE_FIELDS`): compiled, each `state.x` is a generic attribute lookup, and a float read
+    that way is unboxed and boxed again for the encoder."""
+    mu, sigma, streak, phi, pool, n, last_ts, tier, h_up, h_down, window, recent = (
+        msgspec.structs.astuple(state)
     )
-
-
-def _state_value(state: PlayerState) -> bytes:
-    """The `state` field: STATE_ITEMS as one msgpack array (floats as float64: exact)."""
-    return _ENCODER.encode(
-        (state.streak, state.phi, state.pool, state.h_up, state.h_down, state.recent)
+    return (
+        float_text(mu),
+        float_text(sigma),
+        str(n),
+        "" if last_ts is None else str(last_ts),
+        _LABEL_BY_TIER[tier],
+        _ENCODER.encode(window),
+        _ENCODER.encode((streak, phi, pool, h_up, h_down, recent)),
     )
 
 
 def player_values(state: PlayerState) -> list[str | bytes]:
     """The hash values of `state` in FIELDS order, without `ver`."""
-    return [*_text_values(state), _ENCODER.encode(state.window), _state_value(state)]
+    return list(_values(state))
 
 
 def script_values(state: PlayerState) -> list[str | msgspec.Raw]:
     """`player_values` as items of the write script's msgpack players section: `window` and
     `state` become msgpack str holding the same bytes (Redis's cmsgpack cannot read the bin
     type)."""
-    window, packed = _ENCODER.encode(state.window), _state_value(state)
-    return [*_text_values(state), msgpack_str(window), msgpack_str(packed)]
+    mu, sigma, n, last_ts, tier, window, packed = _values(state)
+    return [mu, sigma, n, last_ts, tier, msgpack_str(window), msgpack_str(packed)]
 
 
 def msgpack_str(data: bytes) -> msgspec.Raw:

@@ -43,15 +43,47 @@ sys.stdout.buffer.write(msgspec.msgpack.encode(
 ))
 """
 
+STATES = r"""
+import random, sys, msgspec
+from runtime import compiled
+assert compiled.activate().startswith(sys.argv[1]), compiled.state()
+from engine import Params, initial_snapshot, new_player, profile_overrides, rate_kill, sigma_units
+from redis_layout.player_codec import player_values, script_values
+DAY = 86_400_000
+rng = random.Random(20261204)
+params = Params.from_overrides({**profile_overrides(sys.argv[2]), "n_active": "3", "window": "6"})
+snapshot = initial_snapshot(params)
+states = {f"p{i}": new_player(params) for i in range(40)}
+total = len(states) * sigma_units(params.sigma0, params)
+ts = 1_700_000_000_000
+out = []
+for i in range(20_000):
+    ts += rng.choice([0, 1, 700, 30_000, 3_600_000, 8 * DAY])
+    at = ts - (rng.randrange(900_000) if rng.random() < 0.05 else 0)  # some out of order
+    a, b = rng.sample(sorted(states), 2)
+    kill = rate_kill(states[a], states[b], at, total, len(states), snapshot, params)
+    states[a], states[b], total = kill.attacker, kill.victim, total + kill.sigma_units_delta
+    out.append((kill.p_ab, msgspec.msgpack.encode(script_values(kill.attacker))))
+out.append([(player, state, player_values(state)) for player, state in sorted(states.items())])
+sys.stdout.buffer.write(msgspec.msgpack.encode(out))
+"""
+"""The consumer's path: PlayerStates through `rate_kill` and the player codec's hash values."""
+
 
 def _replay(
-    python: str, pythonpath: str | None, state: str, profile: str, cwd: Path, **env: str
+    python: str,
+    pythonpath: str | None,
+    state: str,
+    profile: str,
+    cwd: Path,
+    script: str = REPLAY,
+    **env: str,
 ) -> bytes:
     base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ADR_COMPILED")}
     if pythonpath is not None:
         base["PYTHONPATH"] = pythonpath
     done = subprocess.run(
-        [python, "-c", REPLAY, state, profile],
+        [python, "-c", script, state, profile],
         cwd=cwd,  # not the repository root: "" on sys.path would shadow the installed build
         env={**base, **env},
         capture_output=True,
@@ -62,8 +94,11 @@ def _replay(
     return done.stdout
 
 
+@pytest.mark.parametrize("script", [REPLAY, STATES], ids=["book", "states"])
 @pytest.mark.parametrize("profile", ["paper", "recommended"])
-def test_compiled_engine_is_bit_identical_to_the_pure_one(tmp_path: Path, profile: str) -> None:
+def test_compiled_engine_is_bit_identical_to_the_pure_one(
+    tmp_path: Path, profile: str, script: str
+) -> None:
     venv = compiled.venv()
     reason = compiled.stale_reason(venv, ROOT)
     if reason is None and not (compiled.installed(venv) or {}).get("compiled"):
@@ -71,8 +106,9 @@ def test_compiled_engine_is_bit_identical_to_the_pure_one(tmp_path: Path, profil
     if reason is not None:
         (pytest.fail if compiled.required() else pytest.skip)(reason)
     python = str(venv / "bin" / "python")
-    pure = _replay(sys.executable, str(ROOT), f"pure: the sources in {ROOT} ", profile, tmp_path)
+    source = f"pure: the sources in {ROOT} "
+    pure = _replay(sys.executable, str(ROOT), source, profile, tmp_path, script)
     assert len(pure) > 10_000
-    assert _replay(python, None, "compiled", profile, tmp_path) == pure
-    off = _replay(python, None, "pure: ADR_COMPILED=0", profile, tmp_path, ADR_COMPILED="0")
+    assert _replay(python, None, "compiled", profile, tmp_path, script) == pure
+    off = _replay(python, None, "pure: ADR_COMPILED=0", profile, tmp_path, script, ADR_COMPILED="0")
     assert off == pure

@@ -395,3 +395,20 @@ def test_cap_binds_on_a_huge_learning_rate() -> None:
     )
     assert out.attacker.mu == 1060.0
     assert out.victim.mu == 940.0
+
+
+def test_rate_kill_reads_a_state_by_its_declaration_order() -> None:
+    """engine._kill.fields unpacks msgspec.structs.astuple by position (StateFields)."""
+    from engine._kill import _scalars, fields, scalars
+
+    state = PlayerState(
+        mu=1.5, sigma=2.5, streak=3, phi=0.25, pool=-0.5, n=7, last_ts=11, tier=2,
+        h_up=0.125, h_down=0.375, window=(1.0, 2.0), recent=(5, 11),
+    )  # fmt: skip
+    assert PlayerState.__struct_fields__ == (
+        "mu", "sigma", "streak", "phi", "pool", "n", "last_ts", "tier", "h_up", "h_down",
+        "window", "recent",
+    )  # fmt: skip
+    assert fields(state) == tuple(getattr(state, f) for f in PlayerState.__struct_fields__)
+    assert scalars(state) == _scalars(fields(state)) == (1.5, 2.5, 7, 11, 3, 0.25, -0.5, 2,
+                                                         0.125, 0.375)  # fmt: skip

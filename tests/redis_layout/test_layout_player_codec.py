@@ -18,6 +18,7 @@ from redis_layout.player_codec import (
     FIELDS,
     FIELDS_V1,
     READ_FIELDS,
+    STATE_FIELDS,
     decode_player,
     encode_player,
     encode_player_v1,
@@ -28,6 +29,11 @@ from redis_layout.player_codec import (
 )
 
 _floats = st.floats(allow_nan=False, allow_infinity=False)
+
+
+def test_the_codec_unpacks_player_states_in_their_declaration_order() -> None:
+    """The hash values unpack msgspec.structs.astuple(state) by position (STATE_FIELDS)."""
+    assert PlayerState.__struct_fields__ == STATE_FIELDS
 
 
 _states = st.builds(
