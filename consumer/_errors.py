@@ -36,3 +36,13 @@ class RedisBehind(ConsumerError):
         self.partition = partition
         self.stored = stored
         self.confirmed = confirmed
+
+
+class StopRequested(ConsumerError):
+    """A stop (SIGTERM) was asked for while Redis did not answer a step: the step is given up
+    instead of retried, so that the process ends within its grace period. Nothing is lost: the
+    batch in hand was not confirmed, and Redis's offsets bring it to the next owner."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"stop requested while redis did not answer ({what})")
+        self.what = what

@@ -27,7 +27,7 @@ from typing import Final, TypeVar
 
 import redis
 
-from consumer._errors import CorruptState
+from consumer._errors import CorruptState, StopRequested
 from consumer._metrics import Metrics
 
 REDIS_DOWN: Final = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
@@ -92,13 +92,26 @@ def log_redis_failure(exc: BaseException, what: str, retry_in_s: float | None = 
         log.warning("redis refused the command, retrying", extra=extra)
 
 
-class RedisRetry:
-    """Runs an action until Redis answers, backing off from `initial_s` up to `max_s`."""
+def _never() -> bool:
+    return False
 
-    def __init__(self, metrics: Metrics, initial_s: float, max_s: float) -> None:
+
+class RedisRetry:
+    """Runs an action until Redis answers, backing off from `initial_s` up to `max_s`; gives up
+    with StopRequested once `stopping()` says the process is to stop (a SIGTERM while Redis is
+    down or loading must not wait for Redis past the grace period)."""
+
+    def __init__(
+        self,
+        metrics: Metrics,
+        initial_s: float,
+        max_s: float,
+        stopping: Callable[[], bool] = _never,
+    ) -> None:
         self._metrics = metrics
         self._initial_s = initial_s
         self._max_s = max_s
+        self._stopping = stopping
 
     def __call__(self, action: Callable[[], T], what: str, give_up_s: float | None = None) -> T:
         """`action()`, retried while Redis is unreachable or refuses it (re-raised after
@@ -131,6 +144,21 @@ class RedisRetry:
                     "corrupt state in redis, waiting for a repair (docs/operations.md)",
                     extra={"during": what, "retry_in_s": delay, "error": str(exc)},
                 )
-            time.sleep(delay)
+            if self._stopping():
+                raise StopRequested(what)
+            _sleep(delay, self._stopping)
             metrics.tick()
             delay = min(delay * 2, self._max_s)
+
+
+_STOP_CHECK_S: Final = 0.1
+
+
+def _sleep(seconds: float, stopping: Callable[[], bool]) -> None:
+    """Sleep `seconds`, waking early when `stopping()` turns true (checked every 0.1 s)."""
+    end = time.monotonic() + seconds
+    while not stopping():
+        left = end - time.monotonic()
+        if left <= 0:
+            return
+        time.sleep(min(left, _STOP_CHECK_S))

@@ -24,6 +24,7 @@ from confluent_kafka import Consumer, Message, Producer, TopicPartition
 from consumer._blocked import Blocked
 from consumer._clients import Clients
 from consumer._collector import Collector
+from consumer._errors import StopRequested
 from consumer._lifecycle import Lifecycle
 from consumer._log_range import LogRange
 from consumer._metrics import Metrics, serve
@@ -62,7 +63,13 @@ class Pipeline:
         self.keys = Keys(config.namespace)
         self.clients = clients or Clients.connect(config, params, self.metrics, stage_timer)
         self.metrics.pool_max_players.set(config.max_players)
-        retry = RedisRetry(self.metrics, config.backoff_initial_s, config.backoff_max_s)
+        self._stopping = False
+        retry = RedisRetry(
+            self.metrics,
+            config.backoff_initial_s,
+            config.backoff_max_s,
+            stopping=lambda: self._stopping,
+        )
         self._retry = retry
         self.blocked = Blocked(
             self.metrics, config.topic, config.backoff_initial_s, config.backoff_max_s
@@ -85,7 +92,6 @@ class Pipeline:
             self._collector,
             stage_timer,
         )
-        self._stopping = False
         self._next_lag = 0.0
         self.http: ThreadingHTTPServer | None = None
 
@@ -135,6 +141,8 @@ class Pipeline:
                 self.blocked.retry_due(self.kafka)
                 self._between_batches()
             self.flush()
+        except StopRequested as exc:
+            _stopped_waiting(exc)
         finally:
             self._shutdown()
 
@@ -144,8 +152,12 @@ class Pipeline:
         self.lifecycle.process(messages)
 
     def flush(self) -> None:
-        """Write, confirm, commit and emit the batch held, if any."""
-        self.lifecycle.flush()
+        """Write, confirm, commit and emit the batch held, if any (given up, not retried, when a
+        stop is asked for while Redis does not answer: Redis's offsets bring it back)."""
+        try:
+            self.lifecycle.flush()
+        except StopRequested as exc:
+            _stopped_waiting(exc)
 
     def request_stop(self) -> None:
         """Stop after the current batch (what SIGTERM does)."""
@@ -227,3 +239,10 @@ class Pipeline:
             self.http.shutdown()
         self._collector.stop()
         log.info("consumer stopped")
+
+
+def _stopped_waiting(exc: StopRequested) -> None:
+    log.warning(
+        "stopping while redis does not answer: the batch in hand is left to the next owner",
+        extra={"during": exc.what},
+    )

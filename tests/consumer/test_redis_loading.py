@@ -181,6 +181,38 @@ def test_a_consumer_started_while_redis_loads_waits_then_applies_every_event_onc
     _assert_each_applied_and_sent_once(kafka_bootstrap, pool, events, bad)
 
 
+def test_a_stop_while_redis_loads_ends_the_consumer_at_once_and_loses_nothing(
+    pool: _Pool, kafka_bootstrap: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SIGTERM's request_stop() while Redis loads: the consumer gives up waiting for Redis and
+    ends well within a pod's grace period (not when the loading ends); the next consumer
+    applies every event once."""
+    events, stream, bad = _stream(2_000, seed=79, bad_every=500)
+    S.produce(kafka_bootstrap, pool.topic, stream)
+    pool.server.restart_loading()
+    consumer = S.start_threaded(pool.config, PARAMS, serve_metrics=True)
+    try:
+        consumer.wait_serving()
+        S.wait_until(lambda: _refused_loading(consumer.pipeline.metrics) >= 1, 30, "LOADING met")
+        asked = time.monotonic()
+        consumer.stop(timeout=15)
+        took = time.monotonic() - asked
+        assert pool.server.loading()  # it ended while Redis was still loading
+        assert took < 10, took
+        assert any(
+            r.getMessage().startswith("stopping while redis does not answer")
+            for r in caplog.records
+        )
+    finally:
+        pool.server.end_loading()
+    successor = S.start_threaded(pool.config, PARAMS, serve_metrics=True)
+    try:
+        _finishes(pool, successor, len(stream))
+    finally:
+        successor.stop()
+    _assert_each_applied_and_sent_once(kafka_bootstrap, pool, events, bad)
+
+
 def test_redis_restarted_mid_run_is_waited_through_loading_and_nothing_is_lost_or_doubled(
     pool: _Pool, kafka_bootstrap: str, caplog: pytest.LogCaptureFixture
 ) -> None:
