@@ -18,8 +18,8 @@ Entry = tuple[PlayerState, int]
 class Entries(Mapping[str, Entry]):
     """player -> (state, ver), held as two dicts of objects the garbage collector does not track
     (PlayerState has gc=False), so that neither dict is tracked: a plan's thousands of changed
-    players cost the young collections nothing, where (state, ver) tuples
-    would. StateCache is one, bounded."""
+    players cost the young collections nothing, where (state, ver) tuples would. StateCache is
+    one, bounded."""
 
     __slots__ = ("_states", "_vers")
 
