@@ -165,15 +165,23 @@ def _finishes(pool: _Pool, consumer: S.ThreadedConsumer, messages: int) -> None:
     S.wait_until(lambda: _probe(consumer, "/readyz")[0] == 200, 10, "ready again")
 
 
+def _started_while_loading(
+    pool: _Pool, bootstrap: str, stream: list[tuple[bytes, bytes]]
+) -> S.ThreadedConsumer:
+    """`stream` published, Redis restarted and held loading, a consumer started and serving."""
+    S.produce(bootstrap, pool.topic, stream)
+    pool.server.restart_loading()
+    consumer = S.start_threaded(pool.config, PARAMS, serve_metrics=True)
+    consumer.wait_serving()
+    return consumer
+
+
 def test_a_consumer_started_while_redis_loads_waits_then_applies_every_event_once(
     pool: _Pool, kafka_bootstrap: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     events, stream, bad = _stream(3_000, seed=71, bad_every=500)
-    S.produce(kafka_bootstrap, pool.topic, stream)
-    pool.server.restart_loading()
-    consumer = S.start_threaded(pool.config, PARAMS, serve_metrics=True)
+    consumer = _started_while_loading(pool, kafka_bootstrap, stream)
     try:
-        consumer.wait_serving()
         _waits_through_loading(pool.server, consumer, caplog)
         _finishes(pool, consumer, len(stream))
     finally:
@@ -188,11 +196,8 @@ def test_a_stop_while_redis_loads_ends_the_consumer_at_once_and_loses_nothing(
     ends well within a pod's grace period (not when the loading ends); the next consumer
     applies every event once."""
     events, stream, bad = _stream(2_000, seed=79, bad_every=500)
-    S.produce(kafka_bootstrap, pool.topic, stream)
-    pool.server.restart_loading()
-    consumer = S.start_threaded(pool.config, PARAMS, serve_metrics=True)
+    consumer = _started_while_loading(pool, kafka_bootstrap, stream)
     try:
-        consumer.wait_serving()
         S.wait_until(lambda: _refused_loading(consumer.pipeline.metrics) >= 1, 30, "LOADING met")
         asked = time.monotonic()
         consumer.stop(timeout=15)
