@@ -188,9 +188,14 @@ class Pipeline:
         )
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
-        """Start each partition where Redis says the state is, not where Kafka's group says."""
+        """Start each partition where Redis says the state is, not where Kafka's group says (an
+        assignment met while stopping with Redis not answering is left: the process leaves)."""
         self.flush()  # its offsets first, so that the read below sees them
-        self.partitions.assign_stored(consumer, [tp.partition for tp in partitions])
+        try:
+            self.partitions.assign_stored(consumer, [tp.partition for tp in partitions])
+        except StopRequested as exc:
+            _stopped_waiting(exc)
+            return
         self.metrics.rebalances.inc()
         self.metrics.ready_flags["assigned"] = True
         self.metrics.ready_flags["broker"] = True

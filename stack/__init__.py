@@ -2,8 +2,9 @@
 
 ``adr stack up|down|status`` runs them for people; :class:`SessionServers` finds or starts them
 for test sessions; ``adr demo`` runs the whole pipeline on them (demo.py). Public modules for
-tests: testing.py (the pytest fixtures tests/conftest.py imports) and secured.py (TLS, Sentinel
-and Cluster deployments of Redis).
+tests: testing.py (the pytest fixtures tests/conftest.py imports), secured.py (TLS, Sentinel
+and Cluster deployments of Redis) and loading.py (a durable redis-server held in LOADING after
+a restart, for the consumer's and the tier job's LOADING tests).
 
 Exceptions: `StackError` (root and only one: a server that cannot be provisioned or started).
 """

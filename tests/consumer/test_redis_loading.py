@@ -189,6 +189,7 @@ def test_a_consumer_started_while_redis_loads_waits_then_applies_every_event_onc
     _assert_each_applied_and_sent_once(kafka_bootstrap, pool, events, bad)
 
 
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
 def test_a_stop_while_redis_loads_ends_the_consumer_at_once_and_loses_nothing(
     pool: _Pool, kafka_bootstrap: str, caplog: pytest.LogCaptureFixture
 ) -> None:
