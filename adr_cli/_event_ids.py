@@ -55,6 +55,3 @@ class EventIds:
         while due and due[0][0] <= horizon:
             _ts, event_id = heapq.heappop(due)
             del content[event_id]
-
-    def __len__(self) -> int:
-        return len(self._content)

@@ -298,10 +298,8 @@ class _ById:
 
     def apply(self, book: RatingBook, item: ReplayEvent) -> None:
         content = (item.arena, item.attacker, item.victim, item.ts)
-        watermark = book.watermark
-        self.ids.forget(watermark)  # as soon as the watermark lets the consumer sweep them
-        late = watermark is not None and item.ts < watermark - book.lateness_ms
-        if not late and item.attacker != item.victim:  # the consumer's decoder rejects these
+        self.ids.forget(book.watermark)  # as soon as the watermark lets the consumer sweep them
+        if not book.is_late(item.ts) and item.attacker != item.victim:  # the decoder rejects those
             seen = self.ids.check(item.id, content)
             if seen is not None:
                 if seen == RESEND:

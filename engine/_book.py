@@ -91,6 +91,11 @@ class RatingBook:
         """The largest event time accepted so far (ms)."""
         return self._watermark
 
+    def is_late(self, ts: int) -> bool:
+        """Whether an event at `ts` is late: older than the watermark less `lateness_ms`."""
+        watermark = self._watermark
+        return watermark is not None and ts < watermark - self.lateness_ms
+
     @property
     def total_sigma_units(self) -> int:
         """S, the exact σ-sum in units of 2**-k."""
@@ -145,9 +150,9 @@ class RatingBook:
             return self._reject("bad_ts")
         if not attacker or not victim:
             return self._reject("bad_player")
-        watermark = self._watermark
-        if watermark is not None and ts < watermark - self.lateness_ms:
+        if self.is_late(ts):
             return self._reject("late")
+        watermark = self._watermark
         if watermark is None or ts > watermark:
             self._watermark = watermark = ts
         params = self.params
