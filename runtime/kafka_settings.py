@@ -131,11 +131,14 @@ def add_kafka_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def kafka_settings_from_args(
-    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+    args: argparse.Namespace,
+    environ: Mapping[str, str] | None = None,
+    base: Mapping[str, str] | None = None,
 ) -> KafkaSettings:
-    """The file (flag, else env), then env pairs, then flag pairs; later sources win."""
+    """`base` (the TOML config file's `[kafka]` table), then the properties file (flag, else
+    env), then env pairs, then flag pairs; later sources win."""
     env = os.environ if environ is None else environ
-    settings: dict[str, str] = {}
+    settings: dict[str, str] = dict(base or {})
     path = getattr(args, "kafka_config_file", None) or env.get(ENV_FILE)
     if path:
         settings.update(read_properties(Path(path)))

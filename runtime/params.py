@@ -1,5 +1,5 @@
-"""`--profile NAME`, `--param NAME=VALUE`, `ADR_PROFILE` and `ADR_PARAMS`: engine parameter
-overrides, read alike everywhere."""
+"""`--profile NAME`, `--param NAME=VALUE`, `ADR_PROFILE`, `ADR_PARAMS` and the config file's
+`[params]` table: engine parameter overrides, read alike everywhere."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import argparse
 from collections.abc import Iterable, Mapping
 
 from engine import PROFILES, ParamError, profile_overrides
-from runtime.settings import key_values
+from runtime.settings import SharedTables, key_values
 
 ENV_VAR = "ADR_PARAMS"
 PROFILE_ENV_VAR = "ADR_PROFILE"
@@ -40,12 +40,18 @@ def param_overrides(
     flag_items: Iterable[str],
     environ: Mapping[str, str] | None = None,
     profile: str | None = None,
+    file: SharedTables | None = None,
 ) -> dict[str, str]:
     """NAME -> VALUE from the profile (`profile`, else `ADR_PROFILE` when environ is given, else
-    none), then `ADR_PARAMS` (when environ is given), then the flags; later wins."""
+    the config file's `[params] profile`, else none), then the file's other `[params]` keys, then
+    `ADR_PARAMS` (when environ is given), then the flags; later wins."""
     env = environ or {}
     name = profile if profile is not None else env.get(PROFILE_ENV_VAR, "").strip()
+    if not name and file is not None and file.profile:
+        name = file.profile
     overrides: dict[str, str] = profile_overrides(name) if name else {}
+    if file is not None:
+        overrides.update(file.params)
     items = [p for p in env.get(ENV_VAR, "").split(",") if p.strip()]
     items += list(flag_items)
     overrides.update(

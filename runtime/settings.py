@@ -12,6 +12,8 @@ field's annotation (`str`, `int`, `float`, or one of them `| None`). Fields made
 Precedence, per setting: the flag, else the environment variable (or the file its `NAME_FILE`
 names: runtime._secrets.env_value), else the TOML file given by `--config FILE` or
 `ADR_CONFIG_FILE` (keys are the field names, e.g. `batch_size = 500`), else the field's default.
+The file's `[params]` and `[kafka]` tables are not settings: `read_shared_tables` gives them to
+runtime.service, which puts them under the environment and the flags of their own kind.
 An environment variable set to the empty string counts as unset, as an empty `NAME_FILE` does.
 A bad flag value is argparse's usage error (exit 2). An environment value that does not parse,
 a file that cannot be read or parsed, an unknown key or a key of the wrong TOML type raises
@@ -172,6 +174,20 @@ def help_line(s: Setting, default: Any) -> str:
     return f"{s.help} ({'; '.join(parts)})"
 
 
+SHARED_TABLES: Final = ("params", "kafka")
+"""Top-level tables of the file that are not settings, read alike by every service of the pool
+(`read_shared_tables`): `[params]`, the engine parameters, which must be the same for all of
+them, and `[kafka]`, librdkafka settings."""
+
+
+def config_path(args: argparse.Namespace, environ: Mapping[str, str]) -> Path | None:
+    """The TOML file: `--config`, else ADR_CONFIG_FILE where the parser took `--config`."""
+    path = getattr(args, "config_file", None) or None
+    if path is None and hasattr(args, "config_file"):
+        path = environ.get(CONFIG_FILE_ENV) or None
+    return Path(path) if path else None
+
+
 def settings_from_args(
     cls: type,
     args: argparse.Namespace,
@@ -187,11 +203,9 @@ def settings_from_args(
     `sections` (the other services') are skipped (see `read_config_file`).
     """
     env = os.environ if environ is None else environ
-    path = getattr(args, "config_file", None) or None
-    if path is None and hasattr(args, "config_file"):  # the parser took --config
-        path = env.get(CONFIG_FILE_ENV) or None
+    path = config_path(args, env)
     settings = fields(cls)
-    in_file = read_config_file(Path(path), settings, section, sections) if path else {}
+    in_file = read_config_file(path, settings, section, sections) if path else {}
     values: dict[str, Any] = {}
     for f in settings:
         flag_value = getattr(args, f.name, None)
@@ -202,6 +216,69 @@ def settings_from_args(
         elif f.name in in_file:
             values[f.name] = in_file[f.name]
     return values
+
+
+def _load(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise SettingsError(f"cannot read config file {path}: {exc.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise SettingsError(f"config file {path} is not TOML: {exc}") from None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SharedTables:
+    """The file's `[params]` and `[kafka]` tables (SHARED_TABLES)."""
+
+    profile: str | None = None
+    """`[params]`'s `profile`: the named parameter set the other keys go on top of."""
+    params: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """Engine parameter name -> its value as text, as `--param` gives it (engine.Params parses
+    and checks it): a number as Python writes it, an array (`tier_shares`) comma-joined."""
+    kafka: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    """librdkafka setting -> its text (TOML booleans as `true`/`false`)."""
+
+
+def read_shared_tables(path: Path) -> SharedTables:
+    """The `[params]` and `[kafka]` tables of the file (empty where absent).
+
+    `[kafka]` values must be strings, numbers or booleans (librdkafka takes text); a nested
+    table or an array there, or a table that is not a table, raises SettingsError."""
+    table = _load(path)
+    found: dict[str, dict[str, Any]] = {}
+    for name in SHARED_TABLES:
+        value = table.get(name, {})
+        if not isinstance(value, dict):
+            raise SettingsError(f"config file {path}: {name} must be a table, [{name}]")
+        found[name] = dict(value)
+    profile = found["params"].pop("profile", None)
+    if profile is not None and not isinstance(profile, str):
+        raise SettingsError(f"config file {path}: params.profile: expected a string")
+    params: dict[str, str] = {}
+    for key, value in found["params"].items():
+        items = value if isinstance(value, list) else [value]
+        if not items or not all(_is_number(v) or isinstance(v, str) for v in items):
+            raise SettingsError(
+                f"config file {path}: params.{key}: expected a number, a string or an array of them"
+            )
+        params[key] = ",".join(str(v) for v in items)
+    kafka: dict[str, str] = {}
+    for key, value in found["kafka"].items():
+        if isinstance(value, bool):
+            kafka[key] = "true" if value else "false"
+        elif isinstance(value, str) or _is_number(value):
+            kafka[key] = str(value)
+        else:
+            raise SettingsError(
+                f"config file {path}: kafka.{key}: expected a string, number or boolean"
+            )
+    return SharedTables(profile, params, kafka)
+
+
+def _is_number(value: object) -> bool:
+    return type(value) is int or type(value) is float  # not bool, an int to isinstance
 
 
 def read_config_file(
@@ -216,14 +293,9 @@ def read_config_file(
     them: the pool's shared ones, e.g. `namespace`, `redis_url`), and a table per service, named
     as its command (`[consume]`, `[calibrate]`), holds that service's own keys, read only by it
     and winning over the top level. An unknown key, or a table that is no service's, is an
-    error: a misspelt key never passes silently."""
-    try:
-        with path.open("rb") as handle:
-            table = tomllib.load(handle)
-    except OSError as exc:
-        raise SettingsError(f"cannot read config file {path}: {exc.strerror}") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise SettingsError(f"config file {path} is not TOML: {exc}") from None
+    error: a misspelt key never passes silently. The SHARED_TABLES are skipped here
+    (`read_shared_tables` reads them)."""
+    table = _load(path)
     by_name = {f.name: f for f in settings}
     tables = (section, *sections) if section else sections
     hint = f"; a service's own keys go under its table: {', '.join(f'[{t}]' for t in tables)}"
@@ -231,8 +303,10 @@ def read_config_file(
     values: dict[str, Any] = {}
     for where, items in ((None, table), (section, own or {})):
         for key, value in items.items():
+            if where is None and key in SHARED_TABLES and not isinstance(value, dict):
+                raise SettingsError(f"config file {path}: {key} must be a table, [{key}]")
             if where is None and isinstance(value, dict):
-                if key in tables:
+                if key in tables or key in SHARED_TABLES:
                     continue  # a service's table: its own, read next, or another's
                 raise SettingsError(
                     f"config file {path}: unknown table [{key}]{hint if tables else ''}"
