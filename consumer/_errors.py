@@ -25,14 +25,19 @@ class CorruptState(ConsumerError):
 
 class RedisBehind(ConsumerError):
     """Redis holds an earlier offset for a partition than this instance wrote and saw
-    acknowledged: it lost acknowledged writes (a restart from an older snapshot, a failover to
-    an asynchronous replica, AOF `everysec` after a crash)."""
+    acknowledged, or an earlier pool epoch than it saw (`what` = "epoch", partition -1): it lost
+    acknowledged writes (a restart from an older snapshot, a failover to an asynchronous
+    replica, AOF `everysec` after a crash)."""
 
-    def __init__(self, partition: int, stored: int | None, confirmed: int) -> None:
+    def __init__(
+        self, partition: int, stored: int | None, confirmed: int, what: str = "offset"
+    ) -> None:
+        where = "the pool" if what == "epoch" else f"partition {partition}"
+        noun = "epoch" if what == "epoch" else "next offset"
         super().__init__(
-            f"partition {partition}: Redis holds next offset {stored}, "
-            f"this instance wrote {confirmed}"
+            f"{where}: Redis holds {noun} {stored}, this instance wrote or saw {confirmed}"
         )
+        self.what = what
         self.partition = partition
         self.stored = stored
         self.confirmed = confirmed

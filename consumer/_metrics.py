@@ -99,6 +99,11 @@ class Metrics:
             "times Redis held less than it had acknowledged and the partitions were re-read",
             registry=r,
         )
+        self.epoch = Gauge(
+            "adr_consumer_pool_epoch",
+            "the pool epoch this instance last raised (rating changes carry it; 0 = none)",
+            registry=r,
+        )
         self.swallowed = Counter(
             "adr_errors_swallowed", "errors handled by retrying or skipping", ["where"], registry=r
         )
