@@ -9,14 +9,19 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import consumer_support as S
+import msgspec
 import redis
 from consumer_servers import DurableRedis
 
-from engine import Params
+from engine import Params, Snapshot, tier_label
+from redis_layout import Keys
+from schemas import RatingChange, change_order, decode_rating_change
 
 PARAMS = Params()
 
@@ -75,6 +80,178 @@ def test_redis_restarted_from_an_older_snapshot_is_noticed_and_the_lost_part_app
 
         book = S.replay(events, PARAMS, S.SNAPSHOT)
         S.assert_redis_equals_replay(client, keys, book, PARAMS, exact=True)
+        client.close()
+    finally:
+        if consumer is not None:
+            consumer.stop()
+        server.stop()
+
+
+NEWER = Snapshot(
+    taken_at=None,
+    mean_mu_active=990.0,
+    boundaries=tuple(1360.0 - 25.0 * k for k in range(14)),
+    active_count=520,
+)
+"""A tier snapshot published after the lost writes: the events applied again are rated on it, so
+the changes they make differ from the lost ones in body, not in (player, seq)."""
+
+
+def _restored_with_newer_snapshot(saved: Path, dump: Path, workdir: Path, keys: Keys) -> None:
+    """Write to `dump` the state of `saved` plus a newer tier snapshot (the tier job published
+    while Redis was behind), prepared on a server of its own that no consumer reaches."""
+    side = SnapshotRedis(workdir)
+    side.workdir.mkdir(parents=True, exist_ok=True)
+    shutil.copy(saved, side.dump)
+    side.start()
+    try:
+        client = redis.Redis.from_url(side.url)
+        S.publish_snapshot(client, keys, NEWER, version=2)
+        client.save()
+        client.close()
+        shutil.copy(side.dump, dump)
+    finally:
+        side.stop()
+
+
+def _read_latest(
+    changes: list[RatingChange], rule: Callable[[RatingChange], Any]
+) -> dict[str, RatingChange]:
+    """What a reader holds per player: each change above the one held (by `rule`) replaces it."""
+    held: dict[str, RatingChange] = {}
+    for c in changes:
+        if c.player not in held or rule(c) > rule(held[c.player]):
+            held[c.player] = c
+    return held
+
+
+def _assert_lost_changes_outranked(
+    bootstrap: str,
+    topic: str,
+    client: redis.Redis,
+    keys: Keys,
+    lost: list[Any],
+    before: int,
+    lost_epoch: int = 0,
+) -> None:
+    """Every change of the `lost` events emitted again carries the raised epoch (the wall clock
+    at least, as of `before`, and above `lost_epoch`, the one the lost changes carried), their
+    bodies differ; a reader by (epoch, seq) ends at exactly Redis's players, one by seq alone
+    does not."""
+    epoch = int(client.get(keys.epoch))
+    assert epoch >= before and epoch > lost_epoch  # raised above both
+    changes = [
+        decode_rating_change(m.value())
+        for m in S.read_topic(bootstrap, f"{topic}-ratings", timeout=20)
+    ]
+    lost_ids = {e.id for e in lost}
+    first = [c for c in changes if c.source_id in lost_ids and c.epoch == lost_epoch]
+    again = [c for c in changes if c.source_id in lost_ids and c.epoch != lost_epoch]
+    assert first and {c.id for c in again} == {c.id for c in first}
+    assert {c.epoch for c in again} == {epoch}  # every re-emitted change ranks above
+    assert all(c.epoch == 0 for c in changes if c.source_id not in lost_ids)
+    bodies = {(c.player, c.seq): c for c in first}
+    assert any(
+        bodies[c.player, c.seq] != msgspec.structs.replace(c, epoch=lost_epoch) for c in again
+    )
+
+    stored = S.redis_players(client, keys)
+    held = _read_latest(changes, change_order)
+    assert set(held) == set(stored)
+    for player, (state, ver) in stored.items():
+        c = held[player]
+        assert (c.seq, c.mu_after, c.sigma_after) == (ver, state.mu, state.sigma), player
+        assert c.tier_after == (tier_label(state.tier) or None), player
+    by_seq = _read_latest(changes, lambda c: c.seq)  # seq alone keeps lost bodies
+    assert any(by_seq[p].mu_after != s.mu for p, (s, _v) in stored.items())
+
+
+def test_changes_applied_again_after_a_rewind_rank_above_the_lost_ones_and_readers_end_at_redis(
+    kafka_bootstrap: str, kafka_admin, unique_name, tmp_path: Path, consumer_config
+) -> None:
+    server = SnapshotRedis(tmp_path / "redis")
+    server.start()
+    consumer = None
+    try:
+        topic, ns, keys, client = S.pool_on_topic(kafka_admin, server.url, unique_name)
+        events = S.events(6_000, players=400, arenas=40, seed=78)
+        kept, lost = events[:3000], events[3000:]
+        config = consumer_config(server.url, ns, topic, batch_size=200, backoff_max_s=0.5)
+        consumer = S.start_threaded(config, PARAMS)
+        alive = consumer.thread.is_alive
+        S.produce(kafka_bootstrap, topic, S.encoded(kept))
+        S.wait_applied(client, keys, topic, {0: 3000}, 120, alive=alive)
+        S.wait_outbox_empty(client, keys, 60)
+        client.save()
+        saved = tmp_path / "saved.rdb"
+        shutil.copy(server.dump, saved)
+        S.produce(kafka_bootstrap, topic, S.encoded(lost))
+        S.wait_applied(client, keys, topic, {0: 6000}, 120, alive=alive)
+        S.wait_outbox_empty(client, keys, 60)  # the lost changes reached readers
+        before = time.time_ns() // 1_000_000
+        client.close()
+        server.stop()
+        _restored_with_newer_snapshot(saved, server.dump, tmp_path / "side", keys)
+        server.start()
+        client = redis.Redis.from_url(server.url)
+        rewinds = consumer.pipeline.metrics.redis_rewinds
+        S.wait_until(lambda: rewinds._value.get() >= 1, 30, "the consumer to notice")
+        S.wait_applied(client, keys, topic, {0: 6000}, 120, alive=alive)
+        S.wait_outbox_empty(client, keys, 60)
+        consumer.stop()
+        consumer = None
+
+        _assert_lost_changes_outranked(kafka_bootstrap, topic, client, keys, lost, before)
+        client.close()
+    finally:
+        if consumer is not None:
+            consumer.stop()
+        server.stop()
+
+
+def test_redis_restored_while_no_consumer_ran_is_noticed_at_assignment_and_the_epoch_raised(
+    kafka_bootstrap: str, kafka_admin, unique_name, tmp_path: Path, consumer_config
+) -> None:
+    """Commits follow Redis: a consumer starting on a Redis behind the group's committed offsets
+    raises the epoch before it applies anything again, above the one the commits recorded even
+    where that one is ahead of the wall clock (raised by an instance whose clock ran ahead, then
+    lost with the rest: the restore holds no epoch)."""
+    server = SnapshotRedis(tmp_path / "redis")
+    server.start()
+    consumer = None
+    try:
+        topic, ns, keys, client = S.pool_on_topic(kafka_admin, server.url, unique_name)
+        events = S.events(4_000, players=300, arenas=30, seed=79)
+        kept, lost = events[:2000], events[2000:]
+        config = consumer_config(server.url, ns, topic, batch_size=200)
+        consumer = S.start_threaded(config, PARAMS)
+        S.produce(kafka_bootstrap, topic, S.encoded(kept))
+        S.wait_applied(client, keys, topic, {0: 2000}, 120, alive=consumer.thread.is_alive)
+        S.wait_outbox_empty(client, keys, 60)
+        client.save()
+        saved = tmp_path / "saved.rdb"
+        shutil.copy(server.dump, saved)
+        ahead = time.time_ns() // 1_000_000 + 10**9  # about 12 days ahead
+        client.set(keys.epoch, ahead)
+        S.produce(kafka_bootstrap, topic, S.encoded(lost))
+        S.wait_applied(client, keys, topic, {0: 4000}, 120, alive=consumer.thread.is_alive)
+        S.wait_outbox_empty(client, keys, 60)
+        consumer.stop()  # commits its positions on the way out
+        consumer = None
+        before = time.time_ns() // 1_000_000
+        client.close()
+        server.stop()
+        _restored_with_newer_snapshot(saved, server.dump, tmp_path / "side", keys)
+        server.start()
+        client = redis.Redis.from_url(server.url)
+        assert S.applied_offsets(client, keys, topic) == {0: 2000}
+
+        consumer = S.start_threaded(config, PARAMS)  # the same group
+        S.wait_applied(client, keys, topic, {0: 4000}, 120, alive=consumer.thread.is_alive)
+        S.wait_outbox_empty(client, keys, 60)
+        consumer.stop()
+        consumer = None
+        _assert_lost_changes_outranked(kafka_bootstrap, topic, client, keys, lost, before, ahead)
         client.close()
     finally:
         if consumer is not None:
