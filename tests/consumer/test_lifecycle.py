@@ -22,7 +22,7 @@ from consumer._metrics import Metrics
 from consumer.config import Config
 from consumer.pipeline import Pipeline
 from engine import Params, Snapshot, new_player
-from schemas import encode_kill_event, kill_event
+from schemas import decode_rating_change, encode_kill_event, kill_event
 
 TOPIC = "kill-events"
 SNAPSHOT = Snapshot(
@@ -200,6 +200,9 @@ def test_redis_behind_drops_the_cache_and_reassigns_at_the_stored_offsets(held: 
     pipeline.process(messages[6 if held else 4 :])
     assert pipeline.metrics.redis_rewinds._value.get() == 1
     assert ("assign", {0: 2}) in fake.trace
+    # the epoch is raised before anything is read (and so applied) again
+    assert _at(fake.trace, ("raise epoch",)) < _at(fake.trace, ("assign", {0: 2}))
+    assert fake.store.held.epoch >= START
     assert pipeline.lifecycle.held is None and len(pipeline.lifecycle.cache) == 0
     assert pipeline.lifecycle.writer.confirmed == {0: 2}
     assert fake.store.held.offsets == {0: 2}  # the write held back never applied
@@ -215,6 +218,28 @@ def test_redis_behind_drops_the_cache_and_reassigns_at_the_stored_offsets(held: 
     reference.flush()
     assert fake.store.held.offsets == ref.store.held.offsets == {0: 8}
     assert _ratings(fake) == _ratings(ref)
+
+
+def test_an_epoch_that_went_back_is_a_rewind_and_the_next_changes_carry_a_higher_one() -> None:
+    """Redis lost a raise of the epoch (and nothing else this instance wrote): the offsets say
+    nothing, the epoch read lower than seen does; it is raised again above the lost one."""
+    pipeline, fake = _pipeline()
+    fake.kafka.assign_group([0])
+    messages = _stream(fake, 6)
+    pipeline.process(messages[:2])
+    pipeline.flush()
+    fake.store.held.epoch = lost = 10**14  # raised by another instance, seen here ...
+    pipeline.process(messages[2:4])
+    pipeline.flush()
+    assert pipeline.partitions.epoch.seen == lost
+    fake.store.held.epoch = 0  # ... then lost with a failover
+    pipeline.process(messages[4:])
+    assert pipeline.metrics.redis_rewinds._value.get() == 1
+    pipeline.process(fake.kafka.consume(100))
+    pipeline.flush()
+    assert fake.store.held.epoch == lost + 1
+    last = decode_rating_change(fake.store.held.outbox[-1][-1][1])
+    assert last.epoch == lost + 1
 
 
 def test_an_undelivered_dead_letter_cuts_the_batch_at_it_and_stops_its_partition() -> None:
