@@ -53,12 +53,14 @@ class PoolEpoch:
             raise RedisBehind(EPOCH_PARTITION, stored, self.seen, what="epoch")
         self.seen = stored
 
-    def raise_(self, store: Store, why: str, least: int = 0) -> int:
+    def raise_(self, store: Store, why: str, detail: str = "", least: int = 0) -> int:
         """Raise the pool's epoch above every one used before (see the module docstring) and
-        return it. Called before any change of a re-applied range is written."""
+        return it. Called before any change of a re-applied range is written. `why` labels
+        adr_pool_epoch_raises_total: `rewind` (noticed in flight), `assignment` (Redis behind
+        the group's committed offsets), `committed_unknown` (those could not be read)."""
         want = max(self.seen + 1, time.time_ns() // 1_000_000, least)
         epoch = store.raise_epoch(want)
         self.seen = max(self.seen, epoch)
-        self._metrics.epoch.set(epoch)
-        log.warning("pool epoch raised", extra={"epoch": epoch, "why": why})
+        self._metrics.epoch_raises.labels(why).inc()
+        log.warning("pool epoch raised", extra={"epoch": epoch, "why": why, "detail": detail})
         return epoch

@@ -99,9 +99,10 @@ class Metrics:
             "times Redis held less than it had acknowledged and the partitions were re-read",
             registry=r,
         )
-        self.epoch = Gauge(
-            "adr_consumer_pool_epoch",
-            "the pool epoch this instance last raised (rating changes carry it; 0 = none)",
+        self.epoch_raises = Counter(
+            "adr_pool_epoch_raises",
+            "raises of the pool epoch (rating changes carry it) before a lost range is re-applied",
+            ["why"],
             registry=r,
         )
         self.swallowed = Counter(

@@ -69,7 +69,7 @@ class Partitions:
 
     def raise_epoch(self, why: str) -> None:
         """Raise the pool epoch before anything is applied again (retried while Redis fails)."""
-        self._raise(why, 0)
+        self._raise(why, "", 0)
 
     def assign_stored(self, consumer: Consumer, partitions: list[int], new: bool = False) -> None:
         """Assign `partitions` at the next offsets Redis holds for them, and hold (pause) each
@@ -124,7 +124,7 @@ class Partitions:
         except KafkaException as exc:
             self._metrics.swallowed.labels("kafka_committed").inc()
             log.warning("committed offsets unknown", extra={"error": str(exc)})
-            self._raise("assignment: the group's committed offsets are unknown", 0)
+            self._raise("committed_unknown", "the group's committed offsets are unknown", 0)
             return
         held = {p: -1 if o is None else o for p, o in stored.items()}  # -1: nothing stored
         behind = {
@@ -132,12 +132,16 @@ class Partitions:
         }
         if behind:
             recorded = max((_recorded_epoch(tp.metadata) for tp in committed), default=0)
-            why = f"assignment: Redis holds less than the group committed {behind}"
-            self._raise(why, recorded + 1)
+            self._metrics.redis_rewinds.inc()  # lost writes, as in flight (AdrRedisLostWrites)
+            log.error(
+                "redis holds less than the group committed: it lost writes while no consumer ran",
+                extra={"committed": behind, "stored": stored},
+            )
+            self._raise("assignment", f"Redis behind the committed offsets {behind}", recorded + 1)
 
-    def _raise(self, why: str, least: int) -> None:
+    def _raise(self, why: str, detail: str, least: int) -> None:
         clients, epoch = self._clients, self.epoch
-        self._retry(lambda: epoch.raise_(clients.store, why, least), "raise epoch")
+        self._retry(lambda: epoch.raise_(clients.store, why, detail, least), "raise epoch")
 
     def _start_at(self, partition: int, offset: int | None) -> None:
         """Redis holds `offset` (None: nothing) as the partition's next: apply from there."""
