@@ -11,7 +11,7 @@ class CorruptState(ConsumerError):
     `what` names the kind of value and is the label of `adr_corrupt_state_total`: `player`,
     `cooldown` (the events that need one are dead-lettered as `corrupt_state`), `snapshot` (the
     last good one stays in use), `outbox` (the entry is moved to the quarantine stream), `pop`,
-    `offsets` (nothing can go on without them: the step is retried with backoff until
+    `offsets`, `epoch` (nothing can go on without them: the step is retried with backoff until
     repaired). A key the write needs holding another type is a Redis refusal (WRONGTYPE,
     consumer/_retry.py), except a player's: its events are dead-lettered.
     """
