@@ -4,6 +4,7 @@ order a player's changes by (epoch, seq) (schemas/rating_change.md)."""
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 import msgspec
 import pytest
@@ -19,7 +20,7 @@ from schemas import (
     encode_rating_change,
     rating_change,
 )
-from tests.schemas.test_wire_rating_change import VECTOR, VECTOR_SEQ, _fixstr
+from tests.schemas.test_wire_rating_change import VECTOR, VECTOR_SEQ, _fixstr, changes
 
 PROPERTY_SETTINGS = settings(max_examples=50, deadline=None)
 
@@ -42,6 +43,16 @@ def test_epoch_zero_encodes_as_before_epoch_existed() -> None:
         change = decode_rating_change(raw)
         assert change.epoch == 0
         assert encode_rating_change(msgspec.structs.replace(change, epoch=0)) == raw
+
+
+@PROPERTY_SETTINGS
+@given(changes())
+def test_any_change_in_epoch_0_has_the_bytes_it_had_before_epoch(obj: dict[str, Any]) -> None:
+    obj.pop("epoch", None)
+    raw = msgspec.msgpack.encode(obj)  # what a producer before `epoch` sent
+    change = decode_rating_change(raw)
+    assert change.epoch == 0 and change_order(change) == (0, change.seq)
+    assert encode_rating_change(msgspec.structs.replace(change, epoch=0)) == raw
 
 
 def test_negative_or_fractional_epoch_is_rejected() -> None:
