@@ -64,6 +64,9 @@ class View:
     offsets: dict[int, int | None]
     """partition -> next offset to apply (None: nothing applied yet)."""
     snapshot: Snapshot
+    epoch: int = 0
+    """The pool epoch (consumer/_epoch.py): every change of the batch carries it, and the write
+    applies only while Redis still holds it."""
     watermarks: dict[int, int | None] = dataclasses.field(default_factory=dict)
     """partition -> largest event time accepted there (None: none yet)."""
     corrupt: dict[str, str] = dataclasses.field(default_factory=dict)
@@ -113,6 +116,8 @@ class Plan:
     reason `pool_full` before the write; nothing of them is written)."""
     player_count: int = 0
     """P once the write has run (tracked players of the pool)."""
+    epoch: int = 0
+    """The pool epoch the outbox's changes carry, checked by the write (View.epoch)."""
 
 
 def rate_batch(
@@ -137,7 +142,8 @@ def rate_batch(
     attempt at this batch: a refusal stands, whatever a re-read shows). `stages` times the
     loop (RATE) and the hash values (HASH_VALUES) apart (consumer/_stages.py)."""
     stages.start()
-    plan = Plan()
+    plan = Plan(epoch=view.epoch)
+    epoch = view.epoch
     states: dict[str, PlayerState] = {}
     vers: dict[str, int] = {}  # player -> ver after its latest change so far (= that change's seq)
     watermarks = dict(view.watermarks)
@@ -239,6 +245,7 @@ def rate_batch(
                 tier_before=tier_label(old.tier) or None,
                 tier_after=tier_label(new.tier) or None,
                 seq=seq,
+                epoch=epoch,
             )
             plan.outbox.append((player, encode_rating_change(change)))
 

@@ -11,7 +11,7 @@ class CorruptState(ConsumerError):
     `what` names the kind of value and is the label of `adr_corrupt_state_total`: `player`,
     `cooldown` (the events that need one are dead-lettered as `corrupt_state`), `snapshot` (the
     last good one stays in use), `outbox` (the entry is moved to the quarantine stream), `pop`,
-    `offsets` (nothing can go on without them: the step is retried with backoff until
+    `offsets`, `epoch` (nothing can go on without them: the step is retried with backoff until
     repaired). A key the write needs holding another type is a Redis refusal (WRONGTYPE,
     consumer/_retry.py), except a player's: its events are dead-lettered.
     """
@@ -25,14 +25,19 @@ class CorruptState(ConsumerError):
 
 class RedisBehind(ConsumerError):
     """Redis holds an earlier offset for a partition than this instance wrote and saw
-    acknowledged: it lost acknowledged writes (a restart from an older snapshot, a failover to
-    an asynchronous replica, AOF `everysec` after a crash)."""
+    acknowledged, or an earlier pool epoch than it saw (`what` = "epoch", partition -1): it lost
+    acknowledged writes (a restart from an older snapshot, a failover to an asynchronous
+    replica, AOF `everysec` after a crash)."""
 
-    def __init__(self, partition: int, stored: int | None, confirmed: int) -> None:
+    def __init__(
+        self, partition: int, stored: int | None, confirmed: int, what: str = "offset"
+    ) -> None:
+        where = "the pool" if what == "epoch" else f"partition {partition}"
+        noun = "epoch" if what == "epoch" else "next offset"
         super().__init__(
-            f"partition {partition}: Redis holds next offset {stored}, "
-            f"this instance wrote {confirmed}"
+            f"{where}: Redis holds {noun} {stored}, this instance wrote or saw {confirmed}"
         )
+        self.what = what
         self.partition = partition
         self.stored = stored
         self.confirmed = confirmed

@@ -27,7 +27,7 @@ import time
 from typing import cast
 
 import redis
-from confluent_kafka import KafkaError, KafkaException, Message, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, Message
 
 from consumer._batch import Accepted, Plan, View
 from consumer._blocked import Blocked
@@ -40,7 +40,7 @@ from consumer._errors import CorruptState, RedisBehind
 from consumer._kafka import is_fatal
 from consumer._log_range import LogRange
 from consumer._metrics import Metrics, observe_many
-from consumer._partitions import Partitions
+from consumer._partitions import Partitions, commit_at
 from consumer._retry import RedisRetry, retriable
 from consumer._stages import DECODE, NO_STAGES, RELAY, StageTimer
 from consumer._writer import Batch, Ready, Writer
@@ -93,6 +93,7 @@ class Lifecycle:
             config.max_players,
             confirmed=partitions.confirmed,
             stages=stages,
+            epoch=partitions.epoch,
         )
         self.held: Ready | None = None
 
@@ -176,7 +177,7 @@ class Lifecycle:
             writer.redis_failed(exc, ahead.plan)  # whether it ran is unknown: the redo finds out
             return None, writer.write(ahead.batch, None)
         try:
-            writer.check(view.offsets)  # read before the write ahead: confirmed is still due
+            writer.check(view.offsets, view.epoch)  # read before the write ahead: still due
         except RedisBehind:
             writer.settle(write)
             raise
@@ -190,15 +191,17 @@ class Lifecycle:
         """6–7. The batch is in Redis: move on, commit, count it, and emit what is confirmed
         (Redis is idle until the next write is sent)."""
         self._partitions.positions.update(batch.next_offsets)
-        self.commit(batch.next_offsets)
+        self.commit(batch.next_offsets, plan.epoch)
         self.observe(batch.size, plan, batch.started)
         self.emit()
         self._collector.after_batch()
 
-    def commit(self, next_offsets: dict[int, int]) -> None:
-        """6. Kafka's group offsets follow Redis (for lag dashboards); Redis stays the truth."""
+    def commit(self, next_offsets: dict[int, int], epoch: int = 0) -> None:
+        """6. Kafka's group offsets follow Redis (for lag dashboards, and to notice a Redis
+        behind them at assignment); Redis stays the truth. Each commit records the pool epoch
+        the batch was written in, where a Redis restore cannot roll it back (consumer/_epoch.py)."""
         topic = self._config.topic
-        tps = [TopicPartition(topic, p, o) for p, o in next_offsets.items()]
+        tps = [commit_at(topic, p, o, epoch) for p, o in next_offsets.items()]
         try:
             self._clients.kafka.commit(offsets=tps, asynchronous=True)
         except Exception as exc:
@@ -231,15 +234,22 @@ class Lifecycle:
     def rewind(self, exc: RedisBehind) -> None:
         """Redis lost writes it had acknowledged and holds an earlier, consistent state (the
         script writes the state and the offsets together): drop what was computed on the lost
-        state and read every partition again from the offsets Redis holds now."""
+        state, raise the pool epoch (the changes applied again must rank above the lost ones,
+        consumer/_epoch.py), and read every partition again from the offsets Redis holds now."""
         log.error(
             "redis holds less than it acknowledged, rewinding to its stored offsets",
-            extra={"partition": exc.partition, "stored": exc.stored, "confirmed": exc.confirmed},
+            extra={
+                "what": exc.what,
+                "partition": exc.partition,
+                "stored": exc.stored,
+                "confirmed": exc.confirmed,
+            },
         )
         self._metrics.redis_rewinds.inc()
         self.held = None
         self.cache.clear()
         partitions = self._partitions
+        partitions.raise_epoch("rewind")
         partitions.assign_stored(self._clients.kafka, sorted(partitions.assigned))
 
     def check_stored(self) -> None:

@@ -99,6 +99,12 @@ class Metrics:
             "times Redis held less than it had acknowledged and the partitions were re-read",
             registry=r,
         )
+        self.epoch_raises = Counter(
+            "adr_pool_epoch_raises",
+            "raises of the pool epoch (rating changes carry it) before a lost range is re-applied",
+            ["why"],
+            registry=r,
+        )
         self.swallowed = Counter(
             "adr_errors_swallowed", "errors handled by retrying or skipping", ["where"], registry=r
         )

@@ -7,18 +7,36 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from typing import Final
 
 import redis
-from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from consumer._blocked import Blocked
 from consumer._clients import Clients
+from consumer._epoch import PoolEpoch
 from consumer._log_range import LogRange
 from consumer._metrics import Metrics
 from consumer._retry import RedisRetry, retriable
 from consumer.config import Config
 
 log = logging.getLogger("adr.consumer")
+
+_COMMITTED_TIMEOUT_S: Final = 5.0
+"""How long an assignment waits for the group's committed offsets (compared with Redis's)."""
+
+
+def commit_at(topic: str, partition: int, offset: int, epoch: int) -> TopicPartition:
+    """A group commit of `offset` that records the pool epoch its batch was written in (as its
+    metadata, where a Redis restore cannot roll it back; epoch 0: no metadata, as before)."""
+    if epoch:
+        return TopicPartition(topic, partition, offset, metadata=str(epoch))
+    return TopicPartition(topic, partition, offset)
+
+
+def _recorded_epoch(metadata: str | None) -> int:
+    """The epoch a commit recorded in its metadata (0: none, or not ours)."""
+    return int(metadata) if metadata and metadata.isdecimal() else 0
 
 
 class Partitions:
@@ -46,13 +64,26 @@ class Partitions:
         self.confirmed: dict[int, int] = {}
         """partition -> the next offset Redis acknowledged, as this instance last read or wrote
         it (Writer.confirmed: Redis holding less is RedisBehind)."""
+        self.epoch = PoolEpoch(metrics)
+        """The pool epoch (consumer/_epoch.py), raised when Redis holds less than was written."""
 
-    def assign_stored(self, consumer: Consumer, partitions: list[int]) -> None:
+    def raise_epoch(self, why: str) -> None:
+        """Raise the pool epoch before anything is applied again (retried while Redis fails)."""
+        self._raise(why, "", 0)
+
+    def assign_stored(self, consumer: Consumer, partitions: list[int], new: bool = False) -> None:
         """Assign `partitions` at the next offsets Redis holds for them, and hold (pause) each
         whose stored offset lies outside its log (consumer/_log_range.py). Assigning anew, not
-        seeking: a seek fails on a partition that is paused before its first fetch."""
+        seeking: a seek fails on a partition that is paused before its first fetch.
+
+        `new` (a rebalance handed them over, or the process starts): first compare with the
+        group's committed offsets, which follow Redis's; Redis holding less means it lost writes
+        while no instance was there to notice, and the pool epoch is raised before anything is
+        applied again (`_behind_committed`)."""
         store = self._clients.store
         stored = self._retry(lambda: store.read_offsets(partitions), "read offsets")
+        if new:
+            self._behind_committed(consumer, partitions, stored)
         assignment: list[TopicPartition] = []
         held: dict[int, str] = {}
         for partition in partitions:
@@ -78,6 +109,39 @@ class Partitions:
             "partitions assigned",
             extra={"partitions": {tp.partition: tp.offset for tp in assignment}},
         )
+
+    def _behind_committed(
+        self, consumer: Consumer, partitions: list[int], stored: dict[int, int | None]
+    ) -> None:
+        """Raise the pool epoch if Redis holds, for one of `partitions`, less than the group
+        committed (commits follow Redis: it lost writes, e.g. restored from an older RDB while
+        no consumer ran) or if the committed offsets cannot be read (unknown: raising is always
+        safe for readers). The committed metadata records the epoch of each commit
+        (`commit_at`): the new epoch goes above the highest recorded there too."""
+        tps = [TopicPartition(self._topic, p) for p in partitions]
+        try:
+            committed = consumer.committed(tps, timeout=_COMMITTED_TIMEOUT_S)
+        except KafkaException as exc:
+            self._metrics.swallowed.labels("kafka_committed").inc()
+            log.warning("committed offsets unknown", extra={"error": str(exc)})
+            self._raise("committed_unknown", "the group's committed offsets are unknown", 0)
+            return
+        held = {p: -1 if o is None else o for p, o in stored.items()}  # -1: nothing stored
+        behind = {
+            tp.partition: tp.offset for tp in committed if tp.offset > held.get(tp.partition, -1)
+        }
+        if behind:
+            recorded = max((_recorded_epoch(tp.metadata) for tp in committed), default=0)
+            self._metrics.redis_rewinds.inc()  # lost writes, as in flight (AdrRedisLostWrites)
+            log.error(
+                "redis holds less than the group committed: it lost writes while no consumer ran",
+                extra={"committed": behind, "stored": stored},
+            )
+            self._raise("assignment", f"Redis behind the committed offsets {behind}", recorded + 1)
+
+    def _raise(self, why: str, detail: str, least: int) -> None:
+        clients, epoch = self._clients, self.epoch
+        self._retry(lambda: epoch.raise_(clients.store, why, detail, least), "raise epoch")
 
     def _start_at(self, partition: int, offset: int | None) -> None:
         """Redis holds `offset` (None: nothing) as the partition's next: apply from there."""
@@ -144,7 +208,8 @@ class Partitions:
         """On the way out: commit every position synchronously (best effort)."""
         if not self.positions:
             return
-        tps = [TopicPartition(self._topic, p, o) for p, o in self.positions.items()]
+        epoch = self.epoch.seen
+        tps = [commit_at(self._topic, p, o, epoch) for p, o in self.positions.items()]
         try:
             self._clients.kafka.commit(offsets=tps, asynchronous=False)
         except Exception as exc:

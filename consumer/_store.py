@@ -72,6 +72,7 @@ class Store:
         """The write's sweep section after keep and floor: the record index's bucket width and
         the prefixes the script builds its names from (redis_layout/scripts/apply.lua)."""
         self._snapshot = initial_snapshot(params)
+        self._raise_epoch = client.register_script(scripts.RAISE_EPOCH)
 
     def read_offsets(self, partitions: list[int]) -> dict[int, int | None]:
         """partition -> next offset to apply, as stored with the state."""
@@ -82,6 +83,11 @@ class Store:
         except redis.ResponseError as exc:  # e.g. WRONGTYPE
             raise CorruptState("offsets", self._offsets_key, str(exc)) from None
         return _offsets(self._offsets_key, partitions, values)
+
+    def raise_epoch(self, least: int) -> int:
+        """Set the pool epoch to max(stored + 1, `least`) and return it (scripts/raise_epoch.lua;
+        consumer/_epoch.py says when and why)."""
+        return int(self._raise_epoch(keys=[self._keys.epoch], args=[least]))
 
     def read_view(
         self,
@@ -195,6 +201,7 @@ class Store:
             _flat(plan.watermarks),
             [keep_ms, floor, *self._index_args],
             [x for key, digest, ts in plan.event_ids for x in (key, digest, ts)],
+            [plan.epoch],
         )
         keys = (
             self._offsets_key,
@@ -207,6 +214,7 @@ class Store:
             self._watermarks_key,
             k.cooldown_due,
             k.due_buckets,
+            k.epoch,
         )
         args: list[object] = ["EVALSHA", scripts.APPLY_SHA, len(keys), *keys, k.player("")]
         args += (len(s) for s in sections)
@@ -252,6 +260,7 @@ class _ViewRead:
             commands.append(pack(("MGET", *ids)))
         if pairs:
             commands.append(pack(("MGET", *pairs)))
+        commands.append(pack(("GET", k.epoch)))
         commands.append(pack(("HMGET", k.pop, "count", "sigma_hi", "sigma_lo")))
         commands.append(pack(("HMGET", store._offsets_key, *(partitions or [-1]))))
         commands.append(pack(("HMGET", store._watermarks_key, *(partitions or [-1]))))
@@ -288,7 +297,7 @@ class _ViewRead:
                 continue
             stored[player] = (None, 0) if decoded is None else decoded
         cooldowns: dict[str, int | None] = {}
-        for key, v in zip(pairs, reply[-5] if pairs else (), strict=True):
+        for key, v in zip(pairs, reply[-6] if pairs else (), strict=True):
             try:
                 cooldowns[key] = None if v is None else int(v)
             except ValueError as exc:
@@ -304,6 +313,7 @@ class _ViewRead:
         except ValueError as exc:
             raise CorruptState("pop", keys.pop, str(exc)) from None
         return View(
+            epoch=_epoch(keys.epoch, reply[-5]),
             players=stored,
             cooldowns=cooldowns,
             sigma_units_total=sigma_units_total,
@@ -324,6 +334,22 @@ def _offsets(key: str, partitions: list[int], values: Any) -> dict[int, int | No
         return {p: None if v is None else int(v) for p, v in zip(partitions, values, strict=False)}
     except ValueError as exc:
         raise CorruptState("offsets", key, str(exc)) from None
+
+
+def _epoch(key: str, value: Any) -> int:
+    """The pool epoch from GET's reply (nil: 0); CorruptState if it is no integer >= 0 (the
+    write script compares it as text: nothing can be written until it is repaired)."""
+    if value is None:
+        return 0
+    try:
+        if isinstance(value, Exception):
+            raise ValueError(str(value))
+        epoch = int(value)
+        if epoch < 0 or str(epoch).encode() != value:
+            raise ValueError(f"{value!r} is not a decimal integer >= 0")
+    except ValueError as exc:
+        raise CorruptState("epoch", key, str(exc)) from None
+    return epoch
 
 
 def _flat(pairs: object) -> list[object]:

@@ -24,6 +24,7 @@ import redis
 from consumer._batch import Accepted, Plan, View, batch_reads, rate_batch
 from consumer._cache import Overlay, StateCache
 from consumer._dead_letters import Stop
+from consumer._epoch import PoolEpoch
 from consumer._errors import RedisBehind
 from consumer._metrics import Metrics
 from consumer._retry import RedisRetry, refusal, retriable
@@ -118,6 +119,7 @@ class Writer:
         max_players: int | None = None,
         confirmed: dict[int, int] | None = None,
         stages: StageTimer = NO_STAGES,
+        epoch: PoolEpoch | None = None,
     ) -> None:
         """`on_rejected(batch, plan)` dead-letters the plan's rejected events (`id_reused`,
         `corrupt_state`, `pool_full` beyond `max_players`) before any write of a plan that
@@ -139,13 +141,15 @@ class Writer:
         self._unsure: Plan | None = None
         """A plan whose write failed with its outcome unknown: the next `write` redoes its batch."""
         self._stages = stages
+        self.epoch = PoolEpoch(metrics) if epoch is None else epoch
+        """The highest pool epoch seen: a read showing a lower one is RedisBehind too."""
 
     def rate(self, batch: Batch) -> Plan:
         """Dedup and rate `batch` on a fresh read (players in the cache are not read)."""
         view = self._store.read_view(
             batch.players, batch.pairs, self._watched(batch), self._cache.entries, batch.ids
         )
-        self.check(view.offsets)
+        self.check(view.offsets, view.epoch)
         return self.rate_on(batch, view)
 
     def rate_on(self, batch: Batch, view: View) -> Plan:
@@ -173,8 +177,11 @@ class Writer:
         plan.rejected.extend((a, POOL_FULL) for a in plan.pool_full)
         return plan
 
-    def check(self, stored: dict[int, int | None]) -> None:
-        """RedisBehind if Redis holds a lower next offset than confirmed for a partition."""
+    def check(self, stored: dict[int, int | None], epoch: int | None = None) -> None:
+        """RedisBehind if Redis holds a lower next offset than confirmed for a partition, or a
+        lower pool epoch than seen (`epoch` None: not read)."""
+        if epoch is not None:
+            self.epoch.observe(epoch)
         confirmed = self.confirmed
         for partition, offset in stored.items():
             floor = confirmed.get(partition)

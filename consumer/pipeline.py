@@ -192,7 +192,7 @@ class Pipeline:
         assignment met while stopping with Redis not answering is left: the process leaves)."""
         self.flush()  # its offsets first, so that the read below sees them
         try:
-            self.partitions.assign_stored(consumer, [tp.partition for tp in partitions])
+            self.partitions.assign_stored(consumer, [tp.partition for tp in partitions], new=True)
         except StopRequested as exc:
             _stopped_waiting(exc)
             return

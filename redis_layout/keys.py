@@ -41,6 +41,7 @@ class Keys:
         "cooldown_bucket_prefix",
         "cooldown_due",
         "due_buckets",
+        "epoch",
         "event_id_bucket_prefix",
         "lb",
         "lease",
@@ -70,6 +71,9 @@ class Keys:
         """zset of the index buckets that hold entries (member and score = the bucket's end)."""
         self.cooldown_bucket_prefix = self.prefix + "cd_due:"
         self.event_id_bucket_prefix = self.prefix + "id_due:"
+        self.epoch = self.prefix + "epoch"
+        """The pool's epoch (decimal string; absent = 0): raised when the consumer finds Redis
+        holding less than it wrote, carried by every rating change (schemas/rating_change.md)."""
         self.lease = self.prefix + "calib:lease"
         self.pruned_to = self.prefix + "calib:pruned_to"
 

@@ -47,7 +47,8 @@ _TIER = msgspec.Meta(
 
 
 # gc=False: only strings and numbers, never part of a reference cycle (see KillEvent).
-# omit_defaults: a change without a sequence (`seq` 0) encodes exactly as before `seq` existed.
+# omit_defaults: a change without a sequence (`seq` 0) or epoch (`epoch` 0) encodes exactly as
+# before those fields existed.
 class RatingChange(msgspec.Struct, kw_only=True, frozen=True, gc=False, omit_defaults=True):
     """How one counted kill event changed one player's rating."""
 
@@ -80,6 +81,22 @@ class RatingChange(msgspec.Struct, kw_only=True, frozen=True, gc=False, omit_def
             extra_json_schema={"minimum": 0},
         ),
     ] = 0
+    epoch: Annotated[
+        int,
+        msgspec.Meta(
+            description="the rating pool's epoch when this change was written: raised (to at "
+            "least the wall clock in ms) each time the consumer finds Redis holding less than it "
+            "wrote and applies events again; readers order a player's changes by (epoch, seq); "
+            "0 = no rewind yet (or a producer before epoch)",
+            extra_json_schema={"minimum": 0},
+        ),
+    ] = 0
+
+
+def change_order(change: RatingChange) -> tuple[int, int]:
+    """How readers order one player's changes: (epoch, seq), the higher the newer
+    (rating_change.md). A change at or below the last one applied is a duplicate or stale."""
+    return (change.epoch, change.seq)
 
 
 _DECODER: Final = msgspec.msgpack.Decoder(RatingChange)
@@ -105,6 +122,7 @@ def rating_change(
     tier_before: str | None,
     tier_after: str | None,
     seq: int = 0,
+    epoch: int = 0,
 ) -> RatingChange:
     """A v1 rating change with its derived id (floats coerced to float64)."""
     return RatingChange(
@@ -121,6 +139,7 @@ def rating_change(
         tier_before=tier_before,
         tier_after=tier_after,
         seq=seq,
+        epoch=epoch,
     )
 
 
@@ -138,6 +157,8 @@ def decode_rating_change(raw: bytes | bytearray | memoryview) -> RatingChange:
         raise SchemaError(Reason.TS_OUT_OF_RANGE, f"ts={change.ts} is negative")
     if change.seq < 0:
         raise SchemaError(Reason.BAD_VALUE, f"seq={change.seq} is negative")
+    if change.epoch < 0:
+        raise SchemaError(Reason.BAD_VALUE, f"epoch={change.epoch} is negative")
     check_finite(
         (
             ("mu_before", change.mu_before),

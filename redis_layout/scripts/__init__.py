@@ -27,6 +27,8 @@ def _source(name: str) -> str:
 APPLY: Final = _source("apply.lua")
 APPLY_SHA: Final = hashlib.sha1(APPLY.encode()).hexdigest()
 """What EVALSHA names APPLY by (the consumer sends the call pre-packed, not via redis-py)."""
+RAISE_EPOCH: Final = _source("raise_epoch.lua")
+"""The consumer's raise of the pool epoch when Redis holds less than it wrote (_epoch.py)."""
 LEASE_ACQUIRE: Final = _source("lease_acquire.lua")
 LEASE_RELEASE: Final = _source("lease_release.lua")
 PRUNE_STEP: Final = _source("prune_step.lua")

@@ -1,7 +1,7 @@
 -- One batch of the consumer, applied atomically (docs/design.md, "Redis layout").
 -- KEYS: offsets, outbox, lb, activity, active_mu, pop, tier_counts, watermarks, cooldown_due
---       (the zset index of releases before the buckets: only drained), due_buckets
--- ARGV[1] the player key prefix ("{ns}:player:"); ARGV[2..11]: how many ARGV items each section
+--       (the zset index of releases before the buckets: only drained), due_buckets, epoch
+-- ARGV[1] the player key prefix ("{ns}:player:"); ARGV[2..12]: how many ARGV items each section
 -- below has; the sections follow in order. Every number is a decimal string (Lua numbers are
 -- doubles and would lose int64 digits). Per player the script derives its rank, activity and
 -- active-μ writes from the hash values, so the client sends each value once.
@@ -19,6 +19,8 @@
 --  10 event ids key, content digest, ts, ...: the ids this batch counts; each key must not
 --              exist yet (another instance counted the same id: checked like a ver); indexed
 --              and swept with the cooldown keys (schemas/kill_event.md, "Meaning checks")
+--  11 epoch    the pool epoch the outbox's changes carry: checked like a ver (the epoch key
+--              must hold it, absent = "0"), so no change is written in an epoch already left
 -- Cooldown and event-id keys expire by event time, not by a TTL: a record whose last written ts
 -- is <= max(lowest watermark - keep, floor) is deleted (no event the consumer still accepts can
 -- fall in its cooldown), that horizon rounded down to the end of a bucket of BUCKET_MS.
@@ -40,7 +42,7 @@ local CHUNK = 2000       -- stay far below Lua's limit on unpack() arguments
 
 local prefix = ARGV[1]
 local bounds = {}
-local SECTIONS = 10
+local SECTIONS = 11
 local at = SECTIONS + 2
 for s = 1, SECTIONS do
   local n = tonumber(ARGV[s + 1])
@@ -74,7 +76,8 @@ for i = 1, #P, PLAYER_ITEMS do
     return {1, 'player', prefix .. P[i]}
   end
 end
-local KIND = {'hash', 'stream', 'zset', 'zset', 'zset', 'hash', 'hash', 'hash', 'zset', 'zset'}
+local KIND = {'hash', 'stream', 'zset', 'zset', 'zset', 'hash', 'hash', 'hash', 'zset', 'zset',
+  'string'}
 for k = 1, #KIND do
   local err = wrongtype(KEYS[k], KIND[k])
   if err then return err end
@@ -117,6 +120,10 @@ for i = first, last, 2 do
   if (redis.call('HGET', KEYS[1], ARGV[i]) or '') ~= ARGV[i + 1] then
     return {1, 'offset', ARGV[i]}
   end
+end
+first = section(11)
+if (redis.call('GET', KEYS[11]) or '0') ~= ARGV[first] then
+  return {1, 'epoch', KEYS[11]}
 end
 first, last = section(10)
 local ids = {}

@@ -41,6 +41,7 @@ class Held:
     offsets: dict[int, int] = dataclasses.field(default_factory=dict)
     watermarks: dict[int, int] = dataclasses.field(default_factory=dict)
     outbox: list[list[tuple[str, bytes]]] = dataclasses.field(default_factory=list)
+    epoch: int = 0
 
 
 class FakeStore:
@@ -65,6 +66,11 @@ class FakeStore:
     def read_offsets(self, partitions: list[int]) -> dict[int, int | None]:
         return {p: self.held.offsets.get(p) for p in partitions}
 
+    def raise_epoch(self, least: int) -> int:
+        self.held.epoch = max(self.held.epoch + 1, least)
+        self.trace.append(("raise epoch",))
+        return self.held.epoch
+
     def read_view(self, *args: Any) -> View:
         """As Store's, called as the Writer does: (players, pairs, partitions, cached, ids)."""
         players, pairs, partitions, cached, ids = args
@@ -83,6 +89,7 @@ class FakeStore:
             snapshot=self.snapshot,
             watermarks={p: h.watermarks.get(p) for p in partitions},
             event_ids={k: h.event_ids.get(k) for k in ids},
+            epoch=h.epoch,
         )
 
     def read_view_then_write(self, *args: Any) -> tuple[View, FakePendingWrite]:
@@ -101,6 +108,8 @@ class FakeStore:
     def apply(self, plan: Plan) -> None:
         """What redis_layout/scripts/apply.lua does: check, then write everything or nothing."""
         h = self.held
+        if plan.epoch != h.epoch:
+            raise Conflict("epoch", "epoch")
         for partition, stored in plan.offset_checks:
             if h.offsets.get(partition) != stored:
                 raise Conflict("offset", str(partition))

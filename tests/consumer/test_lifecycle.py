@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException, TopicPartition
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from lifecycle_fakes import Fakes, fakes
@@ -22,7 +23,7 @@ from consumer._metrics import Metrics
 from consumer.config import Config
 from consumer.pipeline import Pipeline
 from engine import Params, Snapshot, new_player
-from schemas import encode_kill_event, kill_event
+from schemas import decode_rating_change, encode_kill_event, kill_event
 
 TOPIC = "kill-events"
 SNAPSHOT = Snapshot(
@@ -200,6 +201,9 @@ def test_redis_behind_drops_the_cache_and_reassigns_at_the_stored_offsets(held: 
     pipeline.process(messages[6 if held else 4 :])
     assert pipeline.metrics.redis_rewinds._value.get() == 1
     assert ("assign", {0: 2}) in fake.trace
+    # the epoch is raised before anything is read (and so applied) again
+    assert _at(fake.trace, ("raise epoch",)) < _at(fake.trace, ("assign", {0: 2}))
+    assert fake.store.held.epoch >= START
     assert pipeline.lifecycle.held is None and len(pipeline.lifecycle.cache) == 0
     assert pipeline.lifecycle.writer.confirmed == {0: 2}
     assert fake.store.held.offsets == {0: 2}  # the write held back never applied
@@ -215,6 +219,62 @@ def test_redis_behind_drops_the_cache_and_reassigns_at_the_stored_offsets(held: 
     reference.flush()
     assert fake.store.held.offsets == ref.store.held.offsets == {0: 8}
     assert _ratings(fake) == _ratings(ref)
+
+
+def test_an_epoch_that_went_back_is_a_rewind_and_the_next_changes_carry_a_higher_one() -> None:
+    """Redis lost a raise of the epoch (and nothing else this instance wrote): the offsets say
+    nothing, the epoch read lower than seen does; it is raised again above the lost one."""
+    pipeline, fake = _pipeline()
+    fake.kafka.assign_group([0])
+    messages = _stream(fake, 6)
+    pipeline.process(messages[:2])
+    pipeline.flush()
+    fake.store.held.epoch = lost = 10**14  # raised by another instance, seen here ...
+    pipeline.process(messages[2:4])
+    pipeline.flush()
+    assert pipeline.partitions.epoch.seen == lost
+    fake.store.held.epoch = 0  # ... then lost with a failover
+    pipeline.process(messages[4:])
+    assert pipeline.metrics.redis_rewinds._value.get() == 1
+    pipeline.process(fake.kafka.consume(100))
+    pipeline.flush()
+    assert fake.store.held.epoch == lost + 1
+    last = decode_rating_change(fake.store.held.outbox[-1][-1][1])
+    assert last.epoch == lost + 1
+
+
+def test_a_redis_behind_the_committed_offsets_at_assignment_raises_the_epoch_first() -> None:
+    """Commits follow Redis: stored 2 where the group committed 5 (recording epoch 10**14) means
+    Redis lost writes while no instance ran; the epoch goes above the recorded one before the
+    partition is read. Committed offsets that cannot be read raise it too (safe for readers)."""
+    pipeline, fake = _pipeline()
+    fake.store.held.offsets = {0: 2}
+    recorded = 10**14
+    fake.kafka.committed = lambda tps, timeout=-1: [  # type: ignore[method-assign]
+        TopicPartition(TOPIC, tp.partition, 5, metadata=str(recorded)) for tp in tps
+    ]
+    fake.kafka.assign_group([0])
+    assert _at(fake.trace, ("raise epoch",)) < _at(fake.trace, ("assign", {0: 2}))
+    assert fake.store.held.epoch == recorded + 1
+    metrics = pipeline.metrics
+    assert metrics.epoch_raises.labels("assignment")._value.get() == 1
+    assert metrics.redis_rewinds._value.get() == 1  # alerted as lost writes
+
+    def unknown(tps: Any, timeout: float = -1) -> Any:
+        raise KafkaException(KafkaError(KafkaError._TIMED_OUT))
+
+    fake.kafka.committed = unknown  # type: ignore[method-assign]
+    fake.kafka.assign_group([0])
+    assert fake.store.held.epoch > recorded + 1
+    assert metrics.epoch_raises.labels("committed_unknown")._value.get() == 1
+    assert metrics.redis_rewinds._value.get() == 1
+
+    fake.kafka.committed = lambda tps, timeout=-1: [  # type: ignore[method-assign]
+        TopicPartition(TOPIC, tp.partition, 2) for tp in tps
+    ]
+    raised = fake.store.held.epoch
+    fake.kafka.assign_group([0])  # Redis holds what the group committed: nothing to raise
+    assert fake.store.held.epoch == raised
 
 
 def test_an_undelivered_dead_letter_cuts_the_batch_at_it_and_stops_its_partition() -> None:

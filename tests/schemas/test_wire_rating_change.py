@@ -142,6 +142,7 @@ def changes(draw: st.DrawFn) -> dict[str, Any]:
         "tier_before": draw(tiers),
         "tier_after": draw(tiers),
         **({"seq": seq} if (seq := draw(st.integers(0, 2**63 - 1))) else {}),
+        **({"epoch": epoch} if (epoch := draw(st.integers(0, 2**63 - 1))) else {}),
     }
 
 
@@ -157,7 +158,7 @@ def test_round_trip(obj: dict[str, Any]) -> None:
 @PROPERTY_SETTINGS
 @given(changes(), st.data())
 def test_missing_field(obj: dict[str, Any], data: st.DataObject) -> None:
-    field = data.draw(st.sampled_from(sorted(set(obj) - {"seq"})))  # seq has a default
+    field = data.draw(st.sampled_from(sorted(set(obj) - {"seq", "epoch"})))  # defaults
     del obj[field]
     assert _reason(msgspec.msgpack.encode(obj)) == Reason.MISSING_FIELD
 
