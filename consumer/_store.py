@@ -8,7 +8,8 @@ write script's arguments from them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import chain
 from typing import Any, Final
 
 import hiredis
@@ -194,7 +195,7 @@ class Store:
             [_MSGPACK.encode(plan.outbox)] if plan.outbox else [],
             _flat(plan.watermarks),
             [keep_ms, floor, *self._index_args],
-            [x for key, digest, ts in plan.event_ids for x in (key, digest, ts)],
+            _flat(plan.event_ids),
         )
         keys = (
             self._offsets_key,
@@ -326,8 +327,6 @@ def _offsets(key: str, partitions: list[int], values: Any) -> dict[int, int | No
         raise CorruptState("offsets", key, str(exc)) from None
 
 
-def _flat(pairs: object) -> list[object]:
-    out: list[object] = []
-    for item in pairs:  # type: ignore[attr-defined]
-        out.extend(item)
-    return out
+def _flat(items: Iterable[Iterable[object]]) -> list[object]:
+    """The items' items in one list (C's loop: ~3,000 of them per batch in the write)."""
+    return list(chain.from_iterable(items))
