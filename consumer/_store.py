@@ -30,6 +30,19 @@ _MSGPACK: Final = msgspec.msgpack.Encoder()
 [player, rating-change bytes] pairs)."""
 
 
+_READ_TEMPLATE: Final[bytes] = hiredis.pack_command(("HMGET", "", *READ_FIELDS))  # type: ignore[arg-type]
+_READ_HEAD, _READ_TAIL = _READ_TEMPLATE.split(b"$0\r\n\r\n", 1)
+"""A player's read, HMGET key READ_FIELDS, packed with an empty key: what comes before and after
+the key (the fields are the same for every player; none is empty)."""
+
+
+def read_player_command(key: str) -> bytes:
+    """`hiredis.pack_command(("HMGET", key, *READ_FIELDS))`, the key set into the command packed
+    once: ~0.3 µs per player instead of ~2 (hiredis formats each of the 16 arguments anew)."""
+    raw = key.encode()
+    return b"%b$%d\r\n%b\r\n%b" % (_READ_HEAD, len(raw), raw, _READ_TAIL)
+
+
 def _ignore(_exc: CorruptState) -> None:
     pass
 
@@ -248,7 +261,7 @@ class _ViewRead:
                 else:
                     self.stored[player] = hit
         pack: Any = hiredis.pack_command  # its stub types a one-element tuple
-        commands = [pack(("HMGET", k.player(p), *READ_FIELDS)) for p in self.wanted]
+        commands = [read_player_command(k.player(p)) for p in self.wanted]
         if ids:
             commands.append(pack(("MGET", *ids)))
         if pairs:
