@@ -19,6 +19,17 @@ def _samples(histogram: Histogram) -> dict[tuple[str, str], float]:
     }
 
 
+def _assert_same_counts(expected_histogram: Histogram, histogram: Histogram) -> None:
+    """The same bucket counts and count; the sum up to float rounding."""
+    expected, got = _samples(expected_histogram), _samples(histogram)
+    assert expected.keys() == got.keys()
+    for key, value in expected.items():
+        if key[0] == "h_sum":
+            assert math.isclose(got[key], value, rel_tol=1e-12, abs_tol=1e-9)
+        else:
+            assert got[key] == value, key
+
+
 def _pair() -> tuple[Histogram, Histogram]:
     return tuple(  # type: ignore[return-value]
         Histogram("h", "h", buckets=_LATENCY_BUCKETS, registry=CollectorRegistry())
@@ -43,13 +54,7 @@ def test_observe_many_counts_as_observe_does(batches: list[list[float]]) -> None
         for amount in batch:
             one_by_one.observe(amount)
         observe_many(bulk, batch)
-    expected, got = _samples(one_by_one), _samples(bulk)
-    assert expected.keys() == got.keys()
-    for key, value in expected.items():
-        if key[0] == "h_sum":
-            assert math.isclose(got[key], value, rel_tol=1e-12, abs_tol=1e-9)
-        else:
-            assert got[key] == value, key
+    _assert_same_counts(one_by_one, bulk)
 
 
 def test_observe_many_of_nothing_changes_nothing() -> None:
@@ -77,13 +82,7 @@ def test_observe_ages_counts_as_observe_many_of_the_ages(batches: list[list[int]
     for batch in batches:
         observe_many(by_amounts, [max(0, _NOW_MS - t) / 1000 for t in batch])
         observe_ages(by_times, _NOW_MS, batch)
-    expected, got = _samples(by_amounts), _samples(by_times)
-    assert expected.keys() == got.keys()
-    for key, value in expected.items():
-        if key[0] == "h_sum":
-            assert math.isclose(got[key], value, rel_tol=1e-12, abs_tol=1e-9)
-        else:
-            assert got[key] == value, key
+    _assert_same_counts(by_amounts, by_times)
 
 
 def test_observe_ages_of_nothing_changes_nothing() -> None:
