@@ -39,7 +39,7 @@ from consumer._decoding import decode_messages, next_offsets
 from consumer._errors import CorruptState, RedisBehind
 from consumer._kafka import is_fatal
 from consumer._log_range import LogRange
-from consumer._metrics import Metrics, observe_many
+from consumer._metrics import Metrics, observe_ages
 from consumer._partitions import Partitions, commit_at
 from consumer._retry import RedisRetry, retriable
 from consumer._stages import DECODE, NO_STAGES, RELAY, StageTimer
@@ -337,14 +337,16 @@ class Lifecycle:
         m.batch_duration.observe(time.perf_counter() - started)
         m.pool_players.set(plan.player_count)
         now_ms = time.time_ns() // 1_000_000
-        observe_many(m.event_to_commit, [max(0, now_ms - ts) / 1000 for ts in plan.counted_ts])
+        observe_ages(m.event_to_commit, now_ms, plan.counted_ts)
 
 
 def _lay_over(view: View, plan: Plan) -> None:
     """Make `view` (read before `plan`'s write ran) what Redis holds once it has run: its pairs,
     event ids, offsets, watermarks, S and P (its players come from the overlay the read used)."""
     view.cooldowns.update(plan.cooldowns)
-    view.event_ids.update((key, digest) for key, digest, _ts in plan.event_ids)
+    event_ids = view.event_ids
+    for key, digest, _ts in plan.event_ids:  # a loop: several times faster than update(generator)
+        event_ids[key] = digest
     view.offsets.update(plan.offsets)
     view.watermarks.update(plan.watermarks)
     view.player_count += plan.count_delta

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import bisect
+import math
 import time
 from collections.abc import Iterable
 from http.server import ThreadingHTTPServer
@@ -175,6 +176,45 @@ def observe_many(histogram: Histogram, amounts: Iterable[float]) -> None:
             bucket.inc(upto - below)
             below = upto
     histogram._sum.inc(sum(ordered))
+
+
+def observe_ages(histogram: Histogram, now_ms: int, times_ms: Iterable[int]) -> None:
+    """`observe_many(histogram, [max(0, now_ms - t) / 1000 for t in times_ms])` (ages in
+    seconds of event times in ms) without a Python step per time: the times are sorted (in C),
+    and a bound's cumulative count is the number of times at or after `now_ms - d`, d being the
+    largest whole age in ms with d / 1000 <= bound (d / 1000 grows with d, so the ages within
+    the bound are exactly d or less; a time after `now_ms` is age 0). The bucket counts are
+    exactly observe_many's; the sum is the exact integer sum of the ages over 1000 (observe_many
+    adds floats: they differ by float rounding). ~0.3 µs per event less than the list of ages
+    for the ~1,000 event times of a batch (docs/benchmarks.md, 2026-12-05)."""
+    ordered = sorted(times_ms)
+    if not ordered:
+        return
+    n = len(ordered)
+    below = 0
+    for bound, bucket in zip(histogram._upper_bounds, histogram._buckets, strict=True):
+        most = _most_ms(bound)
+        upto = n if most is None else n - bisect.bisect_left(ordered, now_ms - most)
+        if upto > below:
+            bucket.inc(upto - below)
+            below = upto
+    past = bisect.bisect_left(ordered, now_ms)  # the others' age is 0
+    histogram._sum.inc((now_ms * past - sum(ordered[:past])) / 1000)
+
+
+def _most_ms(bound: float) -> int | None:
+    """The largest d >= 0 with d / 1000 <= bound; None for an infinite bound (every age),
+    a negative number for a negative one (none)."""
+    if math.isinf(bound):
+        return None if bound > 0 else -(10**30)
+    if bound < 0:
+        return -(10**30)
+    most = int(bound * 1000)
+    while (most + 1) / 1000 <= bound:
+        most += 1
+    while most >= 0 and most / 1000 > bound:
+        most -= 1
+    return most
 
 
 def serve(metrics: Metrics, host: str, port: int) -> ThreadingHTTPServer:

@@ -8,7 +8,8 @@ write script's arguments from them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import chain
 from typing import Any, Final
 
 import hiredis
@@ -27,6 +28,19 @@ from redis_layout.raw import PendingWrite, Sent, pipelined
 _MSGPACK: Final = msgspec.msgpack.Encoder()
 """The write's players section (one msgpack array) and its outbox entry (`m` = msgpack array of
 [player, rating-change bytes] pairs)."""
+
+
+_READ_TEMPLATE: Final[bytes] = hiredis.pack_command(("HMGET", "", *READ_FIELDS))  # type: ignore[arg-type]
+_READ_HEAD, _READ_TAIL = _READ_TEMPLATE.split(b"$0\r\n\r\n", 1)
+"""A player's read, HMGET key READ_FIELDS, packed with an empty key: what comes before and after
+the key (the fields are the same for every player; none is empty)."""
+
+
+def read_player_command(key: str) -> bytes:
+    """`hiredis.pack_command(("HMGET", key, *READ_FIELDS))`, the key set into the command packed
+    once: ~0.3 µs per player instead of ~2 (hiredis formats each of the 16 arguments anew)."""
+    raw = key.encode()
+    return b"%b$%d\r\n%b\r\n%b" % (_READ_HEAD, len(raw), raw, _READ_TAIL)
 
 
 def _ignore(_exc: CorruptState) -> None:
@@ -200,7 +214,7 @@ class Store:
             [_MSGPACK.encode(plan.outbox)] if plan.outbox else [],
             _flat(plan.watermarks),
             [keep_ms, floor, *self._index_args],
-            [x for key, digest, ts in plan.event_ids for x in (key, digest, ts)],
+            _flat(plan.event_ids),
             [plan.epoch],
         )
         keys = (
@@ -255,7 +269,7 @@ class _ViewRead:
                 else:
                     self.stored[player] = hit
         pack: Any = hiredis.pack_command  # its stub types a one-element tuple
-        commands = [pack(("HMGET", k.player(p), *READ_FIELDS)) for p in self.wanted]
+        commands = [read_player_command(k.player(p)) for p in self.wanted]
         if ids:
             commands.append(pack(("MGET", *ids)))
         if pairs:
@@ -352,8 +366,6 @@ def _epoch(key: str, value: Any) -> int:
     return epoch
 
 
-def _flat(pairs: object) -> list[object]:
-    out: list[object] = []
-    for item in pairs:  # type: ignore[attr-defined]
-        out.extend(item)
-    return out
+def _flat(items: Iterable[Iterable[object]]) -> list[object]:
+    """The items' items in one list (C's loop: ~3,000 of them per batch in the write)."""
+    return list(chain.from_iterable(items))

@@ -1,4 +1,5 @@
-"""observe_many: a batch of observations in one update per bucket, as `observe` one by one."""
+"""observe_many: a batch of observations in one update per bucket, as `observe` one by one;
+observe_ages: event times observed as their ages, as observe_many does."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Histogram
 
-from consumer._metrics import _LATENCY_BUCKETS, observe_many
+from consumer._metrics import _LATENCY_BUCKETS, observe_ages, observe_many
 
 
 def _samples(histogram: Histogram) -> dict[tuple[str, str], float]:
@@ -16,6 +17,17 @@ def _samples(histogram: Histogram) -> dict[tuple[str, str], float]:
     return {
         (s.name, s.labels.get("le", "")): s.value for s in metric.samples if "created" not in s.name
     }
+
+
+def _assert_same_counts(expected_histogram: Histogram, histogram: Histogram) -> None:
+    """The same bucket counts and count; the sum up to float rounding."""
+    expected, got = _samples(expected_histogram), _samples(histogram)
+    assert expected.keys() == got.keys()
+    for key, value in expected.items():
+        if key[0] == "h_sum":
+            assert math.isclose(got[key], value, rel_tol=1e-12, abs_tol=1e-9)
+        else:
+            assert got[key] == value, key
 
 
 def _pair() -> tuple[Histogram, Histogram]:
@@ -42,16 +54,38 @@ def test_observe_many_counts_as_observe_does(batches: list[list[float]]) -> None
         for amount in batch:
             one_by_one.observe(amount)
         observe_many(bulk, batch)
-    expected, got = _samples(one_by_one), _samples(bulk)
-    assert expected.keys() == got.keys()
-    for key, value in expected.items():
-        if key[0] == "h_sum":
-            assert math.isclose(got[key], value, rel_tol=1e-12, abs_tol=1e-9)
-        else:
-            assert got[key] == value, key
+    _assert_same_counts(one_by_one, bulk)
 
 
 def test_observe_many_of_nothing_changes_nothing() -> None:
     one_by_one, bulk = _pair()
     observe_many(bulk, [])
+    assert _samples(bulk) == _samples(one_by_one)
+
+
+_NOW_MS = 1_764_900_000_000
+times = st.lists(
+    st.one_of(
+        st.integers(min_value=_NOW_MS - 200_000, max_value=_NOW_MS + 5_000),  # future: age 0
+        # on a bound and 1 ms either side of it
+        st.tuples(st.sampled_from(_LATENCY_BUCKETS), st.integers(-1, 1)).map(
+            lambda b: _NOW_MS - round(b[0] * 1000) + b[1]
+        ),
+    ),
+    max_size=300,
+)
+
+
+@given(st.lists(times, max_size=4))
+def test_observe_ages_counts_as_observe_many_of_the_ages(batches: list[list[int]]) -> None:
+    by_amounts, by_times = _pair()
+    for batch in batches:
+        observe_many(by_amounts, [max(0, _NOW_MS - t) / 1000 for t in batch])
+        observe_ages(by_times, _NOW_MS, batch)
+    _assert_same_counts(by_amounts, by_times)
+
+
+def test_observe_ages_of_nothing_changes_nothing() -> None:
+    one_by_one, bulk = _pair()
+    observe_ages(bulk, _NOW_MS, [])
     assert _samples(bulk) == _samples(one_by_one)

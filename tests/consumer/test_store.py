@@ -6,12 +6,15 @@ from __future__ import annotations
 import time
 
 import consumer_support as S
+import hiredis
 import pytest
 import redis
+from hypothesis import given
+from hypothesis import strategies as st
 
 from consumer._batch import Accepted, rate_batch
 from consumer._cache import StateCache
-from consumer._store import Store
+from consumer._store import Store, read_player_command
 from engine import Params, RatingBook, initial_snapshot
 from redis_layout import Conflict, Keys
 from redis_layout.player_codec import FIELDS, READ_FIELDS, decode_player, encode_player_v1
@@ -190,3 +193,10 @@ def test_a_layout_1_hash_is_read_and_rewritten_in_layout_2(pool) -> None:
         b"0",
     ]  # a player the batch did not change keeps its layout-1 hash
     client.delete(*client.keys(old_keys.match_all))
+
+
+@given(st.text(max_size=200))
+def test_a_players_read_is_packed_as_hiredis_packs_it(player: str) -> None:
+    """The read's HMGET, its key set into a command packed once, is byte for byte hiredis'."""
+    key = Keys("ns{x}").player(player)
+    assert read_player_command(key) == hiredis.pack_command(("HMGET", key, *READ_FIELDS))
