@@ -251,8 +251,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--events", type=int, default=20_000, help="generated messages")
-    parser.add_argument("--players", type=int, default=2_000)
+    parser.add_argument("--events", type=int, default=40_000, help="generated messages")
+    parser.add_argument("--players", type=int, default=10_000)
     parser.add_argument("--arenas", type=int, default=8)
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--batch", type=int, default=1_000, help="messages per batch")
