@@ -3,6 +3,7 @@
 
     python bench/rate_batch_instructions.py                 # wall and CPU µs per event
     python bench/rate_batch_instructions.py --callgrind     # + instructions per event (valgrind)
+    python bench/rate_batch_instructions.py --callgrind rate  # rate_batch's only
 
 Builds a fixed backlog with the load generator (loadgen.SimConfig, seeded as
 bench/consumer_bench.py does; a share of the messages re-sent verbatim, as a producer's retry
@@ -220,10 +221,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def callgrind(argv: list[str], events: int) -> dict[str, float]:
-    """Instructions per event inside each COLLECT function, one valgrind run per function."""
+def callgrind(argv: list[str], events: int, names: list[str]) -> dict[str, float]:
+    """Instructions per event inside each named COLLECT function, one valgrind run each."""
     out = {}
-    for name, symbol in COLLECT.items():
+    for name in names:
+        symbol = COLLECT[name]
         with tempfile.TemporaryDirectory() as tmp:
             target = os.path.join(tmp, "callgrind.out")
             subprocess.run(
@@ -263,17 +265,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gc", action="store_true", help="leave the cyclic GC on")
     parser.add_argument(
         "--callgrind",
-        action="store_true",
-        help="also count instructions per event under valgrind (two more runs, ~1 min each)",
+        nargs="*",
+        choices=sorted(COLLECT),
+        help="also count instructions per event under valgrind in the functions named (none "
+        "named: both), one more run each (a few minutes each)",
     )
     args = parser.parse_args(argv)
     if os.environ.get("PYTHONHASHSEED") != "0":
         env = dict(os.environ, PYTHONHASHSEED="0")
         os.execve(sys.executable, [sys.executable, os.path.abspath(__file__), *sys.argv[1:]], env)
     result = run(args)
-    if args.callgrind:
-        plain = [a for a in (argv if argv is not None else sys.argv[1:]) if a != "--callgrind"]
-        result["instructions_per_event"] = callgrind(plain, result["events"])
+    if args.callgrind is not None:
+        plain = [
+            a
+            for a in (argv if argv is not None else sys.argv[1:])
+            if not a.startswith("--callgrind")
+        ]
+        plain = [a for a in plain if a not in COLLECT]
+        names = args.callgrind or sorted(COLLECT)
+        result["instructions_per_event"] = callgrind(plain, result["events"], names)
     print(json.dumps(result, indent=2))
     return 0
 

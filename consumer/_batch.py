@@ -8,9 +8,10 @@ hold the result. Nothing here talks to Redis or Kafka.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
+from binascii import hexlify
 from collections import Counter
 from collections.abc import Container
+from hashlib import blake2b
 from typing import Any, Final
 
 import msgspec
@@ -32,10 +33,14 @@ from engine import (
 )
 from redis_layout import Keys
 from redis_layout.player_codec import script_values
-from schemas import KillEvent, Role, encode_rating_change, rating_change
+from schemas import KillEvent, RatingChange, Role
+from schemas.rating_change import VERSION as RATING_CHANGE_VERSION
 
 _LIMB_BITS: Final = 32
 _LIMB_MASK: Final = (1 << _LIMB_BITS) - 1
+_RECORDS: Final = msgspec.msgpack.Encoder()
+_ID_SUFFIX: Final = {"attacker": ":attacker", "victim": ":victim"}
+"""role -> what a rating change's id adds to the source id (schemas.rating_change_id)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -172,7 +177,7 @@ def rate_batch(
         id_key = keys.event_id(ev.id)
         seen = ids.get(id_key)
         if seen is not None:  # the id was counted: a resend, or reused for another kill
-            if seen == content_digest(ev):
+            if seen == content_digest(ev.arena, attacker, victim, ts):
                 plan.duplicates += 1
                 if watermark is None or ts > watermark:
                     watermarks[item.partition] = ts
@@ -217,30 +222,18 @@ def rate_batch(
         states[victim] = new_b
         cooldowns[pair] = ts
         touched_pairs[pair] = ts
-        digest = ids[id_key] = content_digest(ev)
+        digest = ids[id_key] = content_digest(ev.arena, attacker, victim, ts)
         plan.event_ids.append((id_key, digest, ts))
         plan.counted += 1
         plan.counted_ts.append(ts)
-        roles: tuple[tuple[Role, PlayerState, PlayerState, str], ...] = (
-            ("attacker", a, new_a, attacker),
-            ("victim", b, new_b, victim),
+        arena, source_id, outbox = ev.arena, ev.id, plan.outbox
+        seq = vers[attacker] = vers.get(attacker, view.players[attacker][1]) + 1
+        record = rating_change_record(attacker, "attacker", arena, source_id, ts, a, new_a, seq)
+        outbox.append((attacker, record))
+        seq = vers[victim] = vers.get(victim, view.players[victim][1]) + 1
+        outbox.append(
+            (victim, rating_change_record(victim, "victim", arena, source_id, ts, b, new_b, seq))
         )
-        for role, old, new, player in roles:
-            seq = vers[player] = vers.get(player, view.players[player][1]) + 1
-            change = rating_change(
-                player=player,
-                role=role,
-                arena=ev.arena,
-                source_id=ev.id,
-                ts=ts,
-                mu_before=old.mu,
-                mu_after=new.mu,
-                sigma_after=new.sigma,
-                tier_before=tier_label(old.tier) or None,
-                tier_after=tier_label(new.tier) or None,
-                seq=seq,
-            )
-            plan.outbox.append((player, encode_rating_change(change)))
 
     stages.stop(RATE)
     stages.start()
@@ -259,6 +252,40 @@ def rate_batch(
     return plan
 
 
+def rating_change_record(
+    player: str,
+    role: Role,
+    arena: str,
+    source_id: str,
+    ts: int,
+    old: PlayerState,
+    new: PlayerState,
+    seq: int,
+) -> bytes:
+    """The encoded rating change of `player` (in `role`) from `old` to `new`: the bytes of
+    `schemas.encode_rating_change(schemas.rating_change(...))` (tests/consumer/test_batch.py
+    checks it), without that helper's interpreted frames: the Struct is built here, compiled, and
+    encoded by an encoder made once."""
+    old_tier, new_tier = old.tier, new.tier
+    return _RECORDS.encode(
+        RatingChange(
+            v=RATING_CHANGE_VERSION,
+            id=source_id + _ID_SUFFIX[role],
+            player=player,
+            role=role,
+            arena=arena,
+            source_id=source_id,
+            ts=ts,
+            mu_before=float(old.mu),
+            mu_after=float(new.mu),
+            sigma_after=float(new.sigma),
+            tier_before=tier_label(old_tier) if old_tier else None,
+            tier_after=tier_label(new_tier) if new_tier else None,
+            seq=seq,
+        )
+    )
+
+
 def batch_reads(events: list[Accepted], keys: Keys) -> tuple[list[str], list[str], list[str]]:
     """What a batch's read needs, each in first-seen order without repeats: its players
     (attacker, victim), cooldown pair keys and event id keys. One compiled pass per batch."""
@@ -274,11 +301,13 @@ def batch_reads(events: list[Accepted], keys: Keys) -> tuple[list[str], list[str
     return list(players), list(pairs), list(ids)
 
 
-def content_digest(ev: KillEvent) -> bytes:
-    """What an event id stands for: arena, attacker, victim and ts (not `extra`), as 16 hex
-    digits of BLAKE2b; lengths make the concatenation unambiguous."""
-    text = f"{len(ev.arena)}:{ev.arena}{len(ev.attacker)}:{ev.attacker}{ev.victim}:{ev.ts}"
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest().encode()
+def content_digest(arena: str, attacker: str, victim: str, ts: int) -> bytes:
+    """What an event id stands for: the event's arena, attacker, victim and ts (not `extra`), as
+    16 hex digits of BLAKE2b; lengths make the concatenation unambiguous. Takes the fields the
+    caller already read (compiled, each read of a KillEvent's field is a generic attribute
+    lookup) and hexlifies the digest (bytes at once: no str from hexdigest to encode)."""
+    text = f"{len(arena)}:{arena}{len(attacker)}:{attacker}{victim}:{ts}"
+    return hexlify(blake2b(text.encode(), digest_size=8).digest())
 
 
 def _joining(attacker: str, victim: str, states: dict[str, PlayerState], view: View) -> int:

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
+from msgspec.structs import astuple
 
 from engine import TIER_LABELS, PlayerState, tier_label, tier_of_label
 from redis_layout._errors import CorruptValue
@@ -131,9 +132,7 @@ def _values(state: PlayerState) -> tuple[str, str, str, str, str, bytes, bytes]:
     The fields are read in one call, `msgspec.structs.astuple` (PlayerState's declaration order,
     `STATE_FIELDS`): compiled, each `state.x` is a generic attribute lookup, and a float read
     that way is unboxed and boxed again for the encoder."""
-    mu, sigma, streak, phi, pool, n, last_ts, tier, h_up, h_down, window, recent = (
-        msgspec.structs.astuple(state)
-    )
+    mu, sigma, streak, phi, pool, n, last_ts, tier, h_up, h_down, window, recent = astuple(state)
     return (
         float_text(mu),
         float_text(sigma),
