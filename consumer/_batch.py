@@ -12,9 +12,10 @@ from binascii import hexlify
 from collections import Counter
 from collections.abc import Container
 from hashlib import blake2b
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import msgspec
+from msgspec.structs import astuple
 
 from consumer._cache import Entries
 from consumer._stages import HASH_VALUES, NO_STAGES, RATE, StageTimer
@@ -32,13 +33,16 @@ from engine import (
     tier_label,
 )
 from redis_layout import Keys
-from redis_layout.player_codec import script_values
+from redis_layout.player_codec import script_items
 from schemas import KillEvent, RatingChange, Role
 from schemas.rating_change import VERSION as RATING_CHANGE_VERSION
 
 _LIMB_BITS: Final = 32
 _LIMB_MASK: Final = (1 << _LIMB_BITS) - 1
-_RECORDS: Final = msgspec.msgpack.Encoder()
+EventFields = tuple[int, str, str, str, str, int, Any]
+"""A KillEvent's fields in declaration order (v, id, arena, attacker, victim, ts, extra), as
+`msgspec.structs.astuple` gives them (tests/consumer/test_batch_records.py checks the order)."""
+_ENCODE_RECORD: Final = msgspec.msgpack.Encoder().encode
 _ID_SUFFIX: Final = {"attacker": ":attacker", "victim": ":victim"}
 """role -> what a rating change's id adds to the source id (schemas.rating_change_id)."""
 
@@ -157,8 +161,14 @@ def rate_batch(
         if applied_to is not None and item.offset < applied_to:
             plan.already_applied += 1  # another instance applied it first (rebalance)
             continue
-        ev = item.event
-        attacker, victim, ts = ev.attacker, ev.victim, ev.ts  # one lookup each (a Struct's)
+        fields = cast(EventFields, astuple(item.event))  # one call, not a lookup per field
+        event_id, arena, attacker, victim, ts = (
+            fields[1],
+            fields[2],
+            fields[3],
+            fields[4],
+            fields[5],
+        )
         watermark = watermarks.get(item.partition)
         if watermark is not None and ts < watermark - lateness_ms:
             plan.late += 1
@@ -174,10 +184,10 @@ def rate_batch(
         ):
             plan.pool_full.append(item)
             continue
-        id_key = keys.event_id(ev.id)
+        id_key = keys.event_id(event_id)
         seen = ids.get(id_key)
         if seen is not None:  # the id was counted: a resend, or reused for another kill
-            if seen == content_digest(ev.arena, attacker, victim, ts):
+            if seen == content_digest(arena, attacker, victim, ts):
                 plan.duplicates += 1
                 if watermark is None or ts > watermark:
                     watermarks[item.partition] = ts
@@ -222,17 +232,17 @@ def rate_batch(
         states[victim] = new_b
         cooldowns[pair] = ts
         touched_pairs[pair] = ts
-        digest = ids[id_key] = content_digest(ev.arena, attacker, victim, ts)
+        digest = ids[id_key] = content_digest(arena, attacker, victim, ts)
         plan.event_ids.append((id_key, digest, ts))
         plan.counted += 1
         plan.counted_ts.append(ts)
-        arena, source_id, outbox = ev.arena, ev.id, plan.outbox
+        outbox = plan.outbox
         seq = vers[attacker] = vers.get(attacker, view.players[attacker][1]) + 1
-        record = rating_change_record(attacker, "attacker", arena, source_id, ts, a, new_a, seq)
+        record = rating_change_record(attacker, "attacker", arena, event_id, ts, a, new_a, seq)
         outbox.append((attacker, record))
         seq = vers[victim] = vers.get(victim, view.players[victim][1]) + 1
         outbox.append(
-            (victim, rating_change_record(victim, "victim", arena, source_id, ts, b, new_b, seq))
+            (victim, rating_change_record(victim, "victim", arena, event_id, ts, b, new_b, seq))
         )
 
     stages.stop(RATE)
@@ -267,7 +277,7 @@ def rating_change_record(
     checks it), without that helper's interpreted frames: the Struct is built here, compiled, and
     encoded by an encoder made once."""
     old_tier, new_tier = old.tier, new.tier
-    return _RECORDS.encode(
+    return _ENCODE_RECORD(
         RatingChange(
             v=RATING_CHANGE_VERSION,
             id=source_id + _ID_SUFFIX[role],
@@ -293,11 +303,12 @@ def batch_reads(events: list[Accepted], keys: Keys) -> tuple[list[str], list[str
     pairs: dict[str, None] = {}
     ids: dict[str, None] = {}
     for item in events:
-        ev = item.event
-        players[ev.attacker] = None
-        players[ev.victim] = None
-        pairs[keys.cooldown(ev.attacker, ev.victim)] = None
-        ids[keys.event_id(ev.id)] = None
+        fields = cast(EventFields, astuple(item.event))
+        attacker, victim = fields[3], fields[4]
+        players[attacker] = None
+        players[victim] = None
+        pairs[keys.cooldown(attacker, victim)] = None
+        ids[keys.event_id(fields[1])] = None
     return list(players), list(pairs), list(ids)
 
 
@@ -340,14 +351,30 @@ def _plan_players(
             continue  # read for the batch but its only events were duplicates
         new_ver = vers[player]
         plan.states.put(player, state, new_ver)
-        out += (player, str(ver), str(new_ver))
-        out += script_values(state)
+        mu, sigma, n, last_ts, tier, window, packed = script_items(state)
         since = activity_time(state, params)
         if since is None:
-            out += ("", "")
+            since_text = active = ""
         else:
             assert state.last_ts is not None
-            out += (str(since), "1" if is_active(state, state.last_ts, params) else "0")
+            since_text = str(since)
+            active = "1" if is_active(state, state.last_ts, params) else "0"
+        out.extend(
+            (
+                player,
+                str(ver),
+                str(new_ver),
+                mu,
+                sigma,
+                n,
+                last_ts,
+                tier,
+                window,
+                packed,
+                since_text,
+                active,
+            )
+        )
         if old is None or old.tier != state.tier:
             if old is not None and old.tier:
                 tier_counts[tier_label(old.tier)] -= 1

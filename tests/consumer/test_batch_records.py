@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from consumer._batch import content_digest, rating_change_record
 from engine import TIER_LABELS, Params, PlayerState, new_player, tier_label
-from schemas import ROLES, encode_rating_change, rating_change
+from schemas import ROLES, KillEvent, encode_rating_change, rating_change
 
 _ids = st.text(min_size=1, max_size=20)
 _floats = st.floats(allow_nan=False, allow_infinity=False)
@@ -74,3 +74,8 @@ def test_a_content_digest_is_blake2b_of_the_fields_as_hex_bytes(
     text = f"{len(arena)}:{arena}{len(attacker)}:{attacker}{victim}:{ts}"
     reference = hashlib.blake2b(text.encode(), digest_size=8).hexdigest().encode()
     assert content_digest(arena, attacker, victim, ts) == reference
+
+
+def test_rate_batch_unpacks_kill_events_in_their_declaration_order() -> None:
+    """rate_batch and batch_reads read its fields by position (consumer._batch.EventFields)."""
+    assert KillEvent.__struct_fields__ == ("v", "id", "arena", "attacker", "victim", "ts", "extra")
