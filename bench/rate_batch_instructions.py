@@ -12,7 +12,9 @@ does, so that the event-id check compares content digests), cuts it into batches
 thread runs between its Kafka read and its Redis write: `decode_messages` (the decode stage),
 `batch_reads`, then `rate_batch` (the `dedup_and_rating` and `hash_values` stages,
 consumer/_stages.py) on a `View` built from what the previous batches' plans left, as Redis and
-the state cache would hold it (the first batches meet cold players, later ones warm ones).
+the state cache would hold it (the first batches meet cold players, later ones warm ones), and
+a fixed snapshot with tier boundaries around μ0 (so that tiers, their labels in the rating
+changes and the tier counts change; `--no-tiers`: nobody is placed, as in the bench).
 
 Prints one JSON object: µs per event of CPU (time.process_time) and wall time per stage, the
 instructions per event (`--callgrind`: valgrind's callgrind counts only inside the compiled
@@ -117,7 +119,7 @@ def backlog(args: argparse.Namespace) -> list[list[Message]]:
 class Stored:
     """What Redis (and the state cache) hold after the batches so far: the View's source."""
 
-    def __init__(self, params: Params) -> None:
+    def __init__(self, params: Params, tiers: bool) -> None:
         self.players: dict[str, tuple[PlayerState, int]] = {}
         self.cooldowns: dict[str, int] = {}
         self.ids: dict[str, bytes] = {}
@@ -126,6 +128,9 @@ class Stored:
         self.offsets: dict[int, int] = {}
         self.watermarks: dict[int, int] = {}
         self.snapshot = initial_snapshot(params)
+        if tiers:  # boundaries 40 apart around μ0, so that players are placed and move
+            boundaries = tuple(params.mu0 + 40.0 * (6.5 - k) for k in range(14))
+            self.snapshot = msgspec.structs.replace(self.snapshot, boundaries=boundaries)
 
     def view(self, accepted: list[Accepted], keys: Keys) -> View:
         players, pairs, ids = batch_reads(accepted, keys)
@@ -181,7 +186,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     batches = backlog(args)
     limits = Limits(max_age_ms=4 * HOUR_MS)
     now_ms = START_TS + HOUR_MS
-    stored = Stored(params)
+    stored = Stored(params, not args.no_tiers)
     clock = StageClock()
     digest = hashlib.sha256()
     events = counted = 0
@@ -261,6 +266,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--resend-every", type=int, default=50, help="re-send every Nth message (0: none)"
+    )
+    parser.add_argument(
+        "--no-tiers",
+        action="store_true",
+        help="the initial snapshot (no boundaries: nobody is placed) instead of fixed boundaries",
     )
     parser.add_argument("--gc", action="store_true", help="leave the cyclic GC on")
     parser.add_argument(
