@@ -18,7 +18,6 @@ import msgspec
 from msgspec.structs import astuple
 
 from consumer._cache import Entries
-from consumer._records import event_part, record
 from consumer._stages import HASH_VALUES, NO_STAGES, RATE, StageTimer
 from engine import (
     DEFAULT_LATENESS_MS,
@@ -35,13 +34,17 @@ from engine import (
 )
 from redis_layout import Keys
 from redis_layout.player_codec import script_items
-from schemas import KillEvent
+from schemas import KillEvent, RatingChange, Role
+from schemas.rating_change import VERSION as RATING_CHANGE_VERSION
 
 _LIMB_BITS: Final = 32
 _LIMB_MASK: Final = (1 << _LIMB_BITS) - 1
 EventFields = tuple[int, str, str, str, str, int, Any]
 """A KillEvent's fields in declaration order (v, id, arena, attacker, victim, ts, extra), as
 `msgspec.structs.astuple` gives them (tests/consumer/test_batch_records.py checks the order)."""
+_ENCODE_RECORD: Final = msgspec.msgpack.Encoder().encode
+_ID_SUFFIX: Final = {"attacker": ":attacker", "victim": ":victim"}
+"""role -> what a rating change's id adds to the source id (schemas.rating_change_id)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -233,11 +236,14 @@ def rate_batch(
         plan.event_ids.append((id_key, digest, ts))
         plan.counted += 1
         plan.counted_ts.append(ts)
-        outbox, shared = plan.outbox, event_part(arena, event_id, ts)
+        outbox = plan.outbox
         seq = vers[attacker] = vers.get(attacker, view.players[attacker][1]) + 1
-        outbox.append((attacker, record(shared, attacker, "attacker", a, new_a, seq)))
+        record = rating_change_record(attacker, "attacker", arena, event_id, ts, a, new_a, seq)
+        outbox.append((attacker, record))
         seq = vers[victim] = vers.get(victim, view.players[victim][1]) + 1
-        outbox.append((victim, record(shared, victim, "victim", b, new_b, seq)))
+        outbox.append(
+            (victim, rating_change_record(victim, "victim", arena, event_id, ts, b, new_b, seq))
+        )
 
     stages.stop(RATE)
     stages.start()
@@ -254,6 +260,40 @@ def rate_batch(
         plan.offset_checks.append((partition, stored))
         plan.offsets.append((partition, max(next_offset, stored or 0)))
     return plan
+
+
+def rating_change_record(
+    player: str,
+    role: Role,
+    arena: str,
+    source_id: str,
+    ts: int,
+    old: PlayerState,
+    new: PlayerState,
+    seq: int,
+) -> bytes:
+    """The encoded rating change of `player` (in `role`) from `old` to `new`: the bytes of
+    `schemas.encode_rating_change(schemas.rating_change(...))` (tests/consumer/test_batch.py
+    checks it), without that helper's interpreted frames: the Struct is built here, compiled, and
+    encoded by an encoder made once."""
+    old_tier, new_tier = old.tier, new.tier
+    return _ENCODE_RECORD(
+        RatingChange(
+            v=RATING_CHANGE_VERSION,
+            id=source_id + _ID_SUFFIX[role],
+            player=player,
+            role=role,
+            arena=arena,
+            source_id=source_id,
+            ts=ts,
+            mu_before=float(old.mu),
+            mu_after=float(new.mu),
+            sigma_after=float(new.sigma),
+            tier_before=tier_label(old_tier) if old_tier else None,
+            tier_after=tier_label(new_tier) if new_tier else None,
+            seq=seq,
+        )
+    )
 
 
 def batch_reads(events: list[Accepted], keys: Keys) -> tuple[list[str], list[str], list[str]]:

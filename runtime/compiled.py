@@ -68,7 +68,6 @@ COMPILED: Final = (
     "consumer/_batch.py",
     "consumer/_cache.py",
     "consumer/_decoding.py",
-    "consumer/_records.py",
     "redis_layout/keys.py",
     "redis_layout/player_codec.py",
 )
