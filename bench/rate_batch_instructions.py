@@ -135,16 +135,17 @@ class Stored:
     def view(self, accepted: list[Accepted], keys: Keys) -> View:
         players, pairs, ids = batch_reads(accepted, keys)
         partitions = sorted({a.partition for a in accepted})
-        return View(
-            players={p: self.players.get(p, (None, 0)) for p in players},
-            cooldowns={k: self.cooldowns.get(k) for k in pairs},
-            sigma_units_total=self.sigma_units_total,
-            player_count=self.player_count,
-            offsets={p: self.offsets.get(p) for p in partitions},
-            snapshot=self.snapshot,
-            watermarks={p: self.watermarks.get(p) for p in partitions},
-            event_ids={k: self.ids.get(k) for k in ids},
+        view = View(
+            {p: self.players.get(p, (None, 0)) for p in players},
+            {k: self.cooldowns.get(k) for k in pairs},
+            self.sigma_units_total,
+            self.player_count,
+            {p: self.offsets.get(p) for p in partitions},
+            self.snapshot,
         )
+        view.watermarks = {p: self.watermarks.get(p) for p in partitions}
+        view.event_ids = {k: self.ids.get(k) for k in ids}
+        return view
 
     def write(self, plan: Plan) -> None:
         for player, (state, ver) in plan.states.items():
