@@ -199,23 +199,19 @@ def rate_batch(
         if is_duplicate(cooldowns.get(pair), ts, params):  # §2.1
             plan.duplicates += 1
             continue
-        before: list[PlayerState] = []
+        a, b = _current(attacker, states, view), _current(victim, states, view)
         joined = 0
-        for player in (attacker, victim):
-            state = states.get(player)
-            if state is None:
-                state = view.players[player][0]
-                if state is None:  # adr-reading step 4: joins P with σ0
-                    state = new_player(params)
-                    joined += 1
-            before.append(state)
-        a, b = before
+        if a is None:  # adr-reading step 4: joins P with σ0
+            a, joined = new_player(params), 1
+        if b is None:
+            b, joined = new_player(params), joined + 1
+        added = joined * new_units if joined else 0  # S is a big int: no product when 0
         try:
             outcome = rate_kill(
                 a,
                 b,
                 ts,
-                total + joined * new_units,
+                total + added,
                 count + joined,
                 view.snapshot,
                 params,
@@ -226,7 +222,7 @@ def rate_batch(
             plan.unratable += 1
             continue
         count += joined
-        total += joined * new_units + outcome.sigma_units_delta
+        total += added + outcome.sigma_units_delta
         new_a, new_b = outcome.attacker, outcome.victim
         states[attacker] = new_a
         states[victim] = new_b
@@ -319,6 +315,13 @@ def content_digest(arena: str, attacker: str, victim: str, ts: int) -> bytes:
     lookup) and hexlifies the digest (bytes at once: no str from hexdigest to encode)."""
     text = f"{len(arena)}:{arena}{len(attacker)}:{attacker}{victim}:{ts}"
     return hexlify(blake2b(text.encode(), digest_size=8).digest())
+
+
+def _current(player: str, states: dict[str, PlayerState], view: View) -> PlayerState | None:
+    """`player`'s state as the batch left it so far: after its latest event in the batch, else
+    as read (None: not tracked yet)."""
+    state = states.get(player)
+    return view.players[player][0] if state is None else state
 
 
 def _joining(attacker: str, victim: str, states: dict[str, PlayerState], view: View) -> int:
