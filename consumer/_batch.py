@@ -196,7 +196,8 @@ def rate_batch(
             continue
         if watermark is None or ts > watermark:
             watermarks[item.partition] = ts
-        if is_duplicate(cooldowns.get(pair), ts, params):  # §2.1
+        pair_last = cooldowns.get(pair)
+        if is_duplicate(pair_last, ts, params):  # §2.1
             plan.duplicates += 1
             continue
         a, b = _current(attacker, states, view), _current(victim, states, view)
@@ -215,7 +216,7 @@ def rate_batch(
                 count + joined,
                 view.snapshot,
                 params,
-                cooldowns.get(pair),  # the opt-in repeat_window's t' (engine.repeat_weight)
+                pair_last,  # the opt-in repeat_window's t' (engine.repeat_weight)
             )
         except ArithmeticError:  # a stored state the decoder let through (e.g. huge window)
             plan.rejected.append((item, "corrupt_state"))  # nothing of the event is kept
@@ -233,10 +234,10 @@ def rate_batch(
         plan.counted += 1
         plan.counted_ts.append(ts)
         outbox = plan.outbox
-        seq = vers[attacker] = vers.get(attacker, view.players[attacker][1]) + 1
+        seq = _next_seq(attacker, vers, view)
         record = rating_change_record(attacker, "attacker", arena, event_id, ts, a, new_a, seq)
         outbox.append((attacker, record))
-        seq = vers[victim] = vers.get(victim, view.players[victim][1]) + 1
+        seq = _next_seq(victim, vers, view)
         outbox.append(
             (victim, rating_change_record(victim, "victim", arena, event_id, ts, b, new_b, seq))
         )
@@ -322,6 +323,14 @@ def _current(player: str, states: dict[str, PlayerState], view: View) -> PlayerS
     as read (None: not tracked yet)."""
     state = states.get(player)
     return view.players[player][0] if state is None else state
+
+
+def _next_seq(player: str, vers: dict[str, int], view: View) -> int:
+    """The seq of `player`'s next change, now its ver in `vers`: one more than its ver after its
+    latest change in the batch, else than its ver as read."""
+    ver = vers.get(player)
+    seq = vers[player] = (view.players[player][1] if ver is None else ver) + 1
+    return seq
 
 
 def _joining(attacker: str, victim: str, states: dict[str, PlayerState], view: View) -> int:
