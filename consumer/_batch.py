@@ -8,12 +8,14 @@ hold the result. Nothing here talks to Redis or Kafka.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
+from binascii import hexlify
 from collections import Counter
 from collections.abc import Container
-from typing import Any, Final
+from hashlib import blake2b
+from typing import Any, Final, cast
 
 import msgspec
+from msgspec.structs import astuple
 
 from consumer._cache import Entries
 from consumer._stages import HASH_VALUES, NO_STAGES, RATE, StageTimer
@@ -31,11 +33,18 @@ from engine import (
     tier_label,
 )
 from redis_layout import Keys
-from redis_layout.player_codec import script_values
-from schemas import KillEvent, Role, encode_rating_change, rating_change
+from redis_layout.player_codec import script_items
+from schemas import KillEvent, RatingChange, Role
+from schemas.rating_change import VERSION as RATING_CHANGE_VERSION
 
 _LIMB_BITS: Final = 32
 _LIMB_MASK: Final = (1 << _LIMB_BITS) - 1
+EventFields = tuple[int, str, str, str, str, int, Any]
+"""A KillEvent's fields in declaration order (v, id, arena, attacker, victim, ts, extra), as
+`msgspec.structs.astuple` gives them (tests/consumer/test_batch_records.py checks the order)."""
+_ENCODE_RECORD: Final = msgspec.msgpack.Encoder().encode
+_ID_SUFFIX: Final = {"attacker": ":attacker", "victim": ":victim"}
+"""role -> what a rating change's id adds to the source id (schemas.rating_change_id)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -158,8 +167,14 @@ def rate_batch(
         if applied_to is not None and item.offset < applied_to:
             plan.already_applied += 1  # another instance applied it first (rebalance)
             continue
-        ev = item.event
-        attacker, victim, ts = ev.attacker, ev.victim, ev.ts  # one lookup each (a Struct's)
+        fields = cast(EventFields, astuple(item.event))  # one call, not a lookup per field
+        event_id, arena, attacker, victim, ts = (
+            fields[1],
+            fields[2],
+            fields[3],
+            fields[4],
+            fields[5],
+        )
         watermark = watermarks.get(item.partition)
         if watermark is not None and ts < watermark - lateness_ms:
             plan.late += 1
@@ -175,10 +190,10 @@ def rate_batch(
         ):
             plan.pool_full.append(item)
             continue
-        id_key = keys.event_id(ev.id)
+        id_key = keys.event_id(event_id)
         seen = ids.get(id_key)
         if seen is not None:  # the id was counted: a resend, or reused for another kill
-            if seen == content_digest(ev):
+            if seen == content_digest(arena, attacker, victim, ts):
                 plan.duplicates += 1
                 if watermark is None or ts > watermark:
                     watermarks[item.partition] = ts
@@ -187,67 +202,56 @@ def rate_batch(
             continue
         if watermark is None or ts > watermark:
             watermarks[item.partition] = ts
-        if is_duplicate(cooldowns.get(pair), ts, params):  # §2.1
+        pair_last = cooldowns.get(pair)
+        if is_duplicate(pair_last, ts, params):  # §2.1
             plan.duplicates += 1
             continue
-        before: list[PlayerState] = []
+        a, b = _current(attacker, states, view), _current(victim, states, view)
         joined = 0
-        for player in (attacker, victim):
-            state = states.get(player)
-            if state is None:
-                state = view.players[player][0]
-                if state is None:  # adr-reading step 4: joins P with σ0
-                    state = new_player(params)
-                    joined += 1
-            before.append(state)
-        a, b = before
+        if a is None:  # adr-reading step 4: joins P with σ0
+            a, joined = new_player(params), 1
+        if b is None:
+            b, joined = new_player(params), joined + 1
+        added = joined * new_units if joined else 0  # S is a big int: no product when 0
         try:
             outcome = rate_kill(
                 a,
                 b,
                 ts,
-                total + joined * new_units,
+                total + added,
                 count + joined,
                 view.snapshot,
                 params,
-                cooldowns.get(pair),  # the opt-in repeat_window's t' (engine.repeat_weight)
+                pair_last,  # the opt-in repeat_window's t' (engine.repeat_weight)
             )
         except ArithmeticError:  # a stored state the decoder let through (e.g. huge window)
             plan.rejected.append((item, "corrupt_state"))  # nothing of the event is kept
             plan.unratable += 1
             continue
         count += joined
-        total += joined * new_units + outcome.sigma_units_delta
+        total += added + outcome.sigma_units_delta
         new_a, new_b = outcome.attacker, outcome.victim
         states[attacker] = new_a
         states[victim] = new_b
         cooldowns[pair] = ts
         touched_pairs[pair] = ts
-        digest = ids[id_key] = content_digest(ev)
+        digest = ids[id_key] = content_digest(arena, attacker, victim, ts)
         plan.event_ids.append((id_key, digest, ts))
         plan.counted += 1
         plan.counted_ts.append(ts)
-        roles: tuple[tuple[Role, PlayerState, PlayerState, str], ...] = (
-            ("attacker", a, new_a, attacker),
-            ("victim", b, new_b, victim),
+        outbox = plan.outbox
+        seq = _next_seq(attacker, vers, view)
+        record = rating_change_record(
+            attacker, "attacker", arena, event_id, ts, a, new_a, seq, epoch
         )
-        for role, old, new, player in roles:
-            seq = vers[player] = vers.get(player, view.players[player][1]) + 1
-            change = rating_change(
-                player=player,
-                role=role,
-                arena=ev.arena,
-                source_id=ev.id,
-                ts=ts,
-                mu_before=old.mu,
-                mu_after=new.mu,
-                sigma_after=new.sigma,
-                tier_before=tier_label(old.tier) or None,
-                tier_after=tier_label(new.tier) or None,
-                seq=seq,
-                epoch=epoch,
+        outbox.append((attacker, record))
+        seq = _next_seq(victim, vers, view)
+        outbox.append(
+            (
+                victim,
+                rating_change_record(victim, "victim", arena, event_id, ts, b, new_b, seq, epoch),
             )
-            plan.outbox.append((player, encode_rating_change(change)))
+        )
 
     stages.stop(RATE)
     stages.start()
@@ -266,6 +270,43 @@ def rate_batch(
     return plan
 
 
+def rating_change_record(
+    player: str,
+    role: Role,
+    arena: str,
+    source_id: str,
+    ts: int,
+    old: PlayerState,
+    new: PlayerState,
+    seq: int,
+    epoch: int,
+) -> bytes:
+    """The encoded rating change of `player` (in `role`) from `old` to `new` in pool epoch
+    `epoch`: the bytes of
+    `schemas.encode_rating_change(schemas.rating_change(...))` (tests/consumer/test_batch.py
+    checks it), without that helper's interpreted frames: the Struct is built here, compiled, and
+    encoded by an encoder made once."""
+    old_tier, new_tier = old.tier, new.tier
+    return _ENCODE_RECORD(
+        RatingChange(
+            v=RATING_CHANGE_VERSION,
+            id=source_id + _ID_SUFFIX[role],
+            player=player,
+            role=role,
+            arena=arena,
+            source_id=source_id,
+            ts=ts,
+            mu_before=float(old.mu),
+            mu_after=float(new.mu),
+            sigma_after=float(new.sigma),
+            tier_before=tier_label(old_tier) if old_tier else None,
+            tier_after=tier_label(new_tier) if new_tier else None,
+            seq=seq,
+            epoch=epoch,
+        )
+    )
+
+
 def batch_reads(events: list[Accepted], keys: Keys) -> tuple[list[str], list[str], list[str]]:
     """What a batch's read needs, each in first-seen order without repeats: its players
     (attacker, victim), cooldown pair keys and event id keys. One compiled pass per batch."""
@@ -273,19 +314,37 @@ def batch_reads(events: list[Accepted], keys: Keys) -> tuple[list[str], list[str
     pairs: dict[str, None] = {}
     ids: dict[str, None] = {}
     for item in events:
-        ev = item.event
-        players[ev.attacker] = None
-        players[ev.victim] = None
-        pairs[keys.cooldown(ev.attacker, ev.victim)] = None
-        ids[keys.event_id(ev.id)] = None
+        fields = cast(EventFields, astuple(item.event))
+        attacker, victim = fields[3], fields[4]
+        players[attacker] = None
+        players[victim] = None
+        pairs[keys.cooldown(attacker, victim)] = None
+        ids[keys.event_id(fields[1])] = None
     return list(players), list(pairs), list(ids)
 
 
-def content_digest(ev: KillEvent) -> bytes:
-    """What an event id stands for: arena, attacker, victim and ts (not `extra`), as 16 hex
-    digits of BLAKE2b; lengths make the concatenation unambiguous."""
-    text = f"{len(ev.arena)}:{ev.arena}{len(ev.attacker)}:{ev.attacker}{ev.victim}:{ev.ts}"
-    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest().encode()
+def content_digest(arena: str, attacker: str, victim: str, ts: int) -> bytes:
+    """What an event id stands for: the event's arena, attacker, victim and ts (not `extra`), as
+    16 hex digits of BLAKE2b; lengths make the concatenation unambiguous. Takes the fields the
+    caller already read (compiled, each read of a KillEvent's field is a generic attribute
+    lookup) and hexlifies the digest (bytes at once: no str from hexdigest to encode)."""
+    text = f"{len(arena)}:{arena}{len(attacker)}:{attacker}{victim}:{ts}"
+    return hexlify(blake2b(text.encode(), digest_size=8).digest())
+
+
+def _current(player: str, states: dict[str, PlayerState], view: View) -> PlayerState | None:
+    """`player`'s state as the batch left it so far: after its latest event in the batch, else
+    as read (None: not tracked yet)."""
+    state = states.get(player)
+    return view.players[player][0] if state is None else state
+
+
+def _next_seq(player: str, vers: dict[str, int], view: View) -> int:
+    """The seq of `player`'s next change, now its ver in `vers`: one more than its ver after its
+    latest change in the batch, else than its ver as read."""
+    ver = vers.get(player)
+    seq = vers[player] = (view.players[player][1] if ver is None else ver) + 1
+    return seq
 
 
 def _joining(attacker: str, victim: str, states: dict[str, PlayerState], view: View) -> int:
@@ -318,14 +377,30 @@ def _plan_players(
             continue  # read for the batch but its only events were duplicates
         new_ver = vers[player]
         plan.states.put(player, state, new_ver)
-        out += (player, str(ver), str(new_ver))
-        out += script_values(state)
+        mu, sigma, n, last_ts, tier, window, packed = script_items(state)
         since = activity_time(state, params)
         if since is None:
-            out += ("", "")
+            since_text = active = ""
         else:
             assert state.last_ts is not None
-            out += (str(since), "1" if is_active(state, state.last_ts, params) else "0")
+            since_text = str(since)
+            active = "1" if is_active(state, state.last_ts, params) else "0"
+        out.extend(
+            (
+                player,
+                str(ver),
+                str(new_ver),
+                mu,
+                sigma,
+                n,
+                last_ts,
+                tier,
+                window,
+                packed,
+                since_text,
+                active,
+            )
+        )
         if old is None or old.tier != state.tier:
             if old is not None and old.tier:
                 tier_counts[tier_label(old.tier)] -= 1

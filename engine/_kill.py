@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import cast
 
 import msgspec
+from msgspec.structs import astuple
 
 from engine._cooldown import repeat_weight
 from engine._decay import bounded_return_decay, decay_mu, decay_sigma, gap_days, is_returning
@@ -209,7 +210,7 @@ tests/engine/test_engine_formulas.py)."""
 def fields(state: PlayerState) -> StateFields:
     """All of `state`'s fields in one call (msgspec.structs.astuple): compiled, each `state.x`
     is a generic attribute lookup, and `rate_kill` reads 14 of them per player."""
-    return cast(StateFields, msgspec.structs.astuple(state))
+    return cast(StateFields, astuple(state))
 
 
 def scalars(state: PlayerState) -> Scalars:

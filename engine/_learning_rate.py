@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
+from math import fsum
 
 from engine.params import Params
 
@@ -32,7 +32,7 @@ def eta_trend(phi: float, params: Params) -> float:
 
 def window_mean(window: Sequence[float]) -> float:
     """w̄ = fsum(window)/len(window), 0 when empty (§2.2)."""
-    return math.fsum(window) / len(window) if window else 0.0
+    return fsum(window) / len(window) if window else 0.0
 
 
 def eta(sigma: float, streak: int, w_bar: float, phi: float, params: Params) -> float:

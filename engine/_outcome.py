@@ -4,6 +4,7 @@ logistic link with the same slope at P = 1/2."""
 from __future__ import annotations
 
 import math
+from math import atan, pi
 
 from engine.params import Params
 
@@ -19,7 +20,7 @@ def diffusion(sigma_bar: float, params: Params) -> float:
 
 def p_ab(mu_a: float, mu_b: float, d: float) -> float:
     """P_ab = 1/2 + arctan((μ_a − μ_b)/D)/π, the probability that a kills b (§3.1)."""
-    return 0.5 + math.atan((mu_a - mu_b) / d) / math.pi
+    return 0.5 + atan((mu_a - mu_b) / d) / pi
 
 
 def p_ab_logistic(mu_a: float, mu_b: float, d: float) -> float:

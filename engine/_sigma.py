@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import operator
+from operator import truediv
 
 from engine.params import Params
 
@@ -19,5 +19,5 @@ def sigma_mean(total_units: int, count: int, params: Params) -> float:
     doubles, each rounded first (S is above 2**53 from the first player: one σ0 is ~2**57
     units), so while S < 2**62 (a few dozen players, more as σ shrinks) σ̄ could be one ulp
     off the pure engine's (tests/engine/test_engine_compiled.py, `states`)."""
-    mean: float = operator.truediv(total_units, count << params.sigma_k)
+    mean: float = truediv(total_units, count << params.sigma_k)
     return mean

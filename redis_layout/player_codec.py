@@ -9,6 +9,8 @@ from collections.abc import Sequence
 from typing import Any, Final
 
 import msgspec
+from msgspec import Raw
+from msgspec.structs import astuple
 
 from engine import TIER_LABELS, PlayerState, tier_label, tier_of_label
 from redis_layout._errors import CorruptValue
@@ -62,6 +64,10 @@ _STATE_DECODER: Final = msgspec.msgpack.Decoder(
 )
 _ENCODER: Final = msgspec.msgpack.Encoder()
 _JSON: Final = msgspec.json.Encoder()
+_ENCODE: Final = _ENCODER.encode
+_JSON_ENCODE: Final = _JSON.encode
+"""The encoders' bound methods, made once: compiled, `_ENCODER.encode(x)` looks the method up
+by name at every call."""
 _STR8_HEADS: Final = tuple(bytes((0xD9, size)) for size in range(0x100))
 
 
@@ -120,7 +126,7 @@ def float_text(x: float) -> str:
     digits but writes exponents differently, so those values still go through repr."""
     magnitude = abs(x)
     if 1e-4 <= magnitude < 1e16 or magnitude == 0.0:
-        return _JSON.encode(x).decode()
+        return _JSON_ENCODE(x).decode()
     return repr(x)
 
 
@@ -131,17 +137,15 @@ def _values(state: PlayerState) -> tuple[str, str, str, str, str, bytes, bytes]:
     The fields are read in one call, `msgspec.structs.astuple` (PlayerState's declaration order,
     `STATE_FIELDS`): compiled, each `state.x` is a generic attribute lookup, and a float read
     that way is unboxed and boxed again for the encoder."""
-    mu, sigma, streak, phi, pool, n, last_ts, tier, h_up, h_down, window, recent = (
-        msgspec.structs.astuple(state)
-    )
+    mu, sigma, streak, phi, pool, n, last_ts, tier, h_up, h_down, window, recent = astuple(state)
     return (
         float_text(mu),
         float_text(sigma),
         str(n),
         "" if last_ts is None else str(last_ts),
         _LABEL_BY_TIER[tier],
-        _ENCODER.encode(window),
-        _ENCODER.encode((streak, phi, pool, h_up, h_down, recent)),
+        _ENCODE(window),
+        _ENCODE((streak, phi, pool, h_up, h_down, recent)),
     )
 
 
@@ -154,18 +158,24 @@ def script_values(state: PlayerState) -> list[str | msgspec.Raw]:
     """`player_values` as items of the write script's msgpack players section: `window` and
     `state` become msgpack str holding the same bytes (Redis's cmsgpack cannot read the bin
     type)."""
+    return list(script_items(state))
+
+
+def script_items(state: PlayerState) -> tuple[str, str, str, str, str, Raw, Raw]:
+    """`script_values` as a fixed-length tuple: compiled, returned by value (no list or tuple
+    object), for rate_batch's hash values to unpack."""
     mu, sigma, n, last_ts, tier, window, packed = _values(state)
-    return [mu, sigma, n, last_ts, tier, msgpack_str(window), msgpack_str(packed)]
+    return mu, sigma, n, last_ts, tier, msgpack_str(window), msgpack_str(packed)
 
 
-def msgpack_str(data: bytes) -> msgspec.Raw:
+def msgpack_str(data: bytes) -> Raw:
     """`data` encoded as a msgpack str (any bytes; nothing checks that they are UTF-8)."""
     size = len(data)
     if size < 0x100:
-        return msgspec.Raw(_STR8_HEADS[size] + data)
+        return Raw(_STR8_HEADS[size] + data)
     if size < 0x10000:
-        return msgspec.Raw(b"\xda" + size.to_bytes(2, "big") + data)
-    return msgspec.Raw(b"\xdb" + size.to_bytes(4, "big") + data)
+        return Raw(b"\xda" + size.to_bytes(2, "big") + data)
+    return Raw(b"\xdb" + size.to_bytes(4, "big") + data)
 
 
 def encode_player(state: PlayerState, ver: int) -> list[str | bytes]:

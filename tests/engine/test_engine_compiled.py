@@ -8,10 +8,12 @@ environment holds no build of the current sources.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,21 +96,64 @@ def _replay(
     return done.stdout
 
 
-@pytest.mark.parametrize("script", [REPLAY, STATES], ids=["book", "states"])
-@pytest.mark.parametrize("profile", ["paper", "recommended"])
-def test_compiled_engine_is_bit_identical_to_the_pure_one(
-    tmp_path: Path, profile: str, script: str
-) -> None:
+def _compiled_python() -> str:
+    """The compiled environment's python; skips (fails with ADR_COMPILED=1) without a compiled
+    build of these sources."""
     venv = compiled.venv()
     reason = compiled.stale_reason(venv, ROOT)
     if reason is None and not (compiled.installed(venv) or {}).get("compiled"):
         reason = f"{venv} holds a pure build"
     if reason is not None:
         (pytest.fail if compiled.required() else pytest.skip)(reason)
-    python = str(venv / "bin" / "python")
+    return str(venv / "bin" / "python")
+
+
+@pytest.mark.parametrize("script", [REPLAY, STATES], ids=["book", "states"])
+@pytest.mark.parametrize("profile", ["paper", "recommended"])
+def test_compiled_engine_is_bit_identical_to_the_pure_one(
+    tmp_path: Path, profile: str, script: str
+) -> None:
+    python = _compiled_python()
     source = f"pure: the sources in {ROOT} "
     pure = _replay(sys.executable, str(ROOT), source, profile, tmp_path, script)
     assert len(pure) > 10_000
     assert _replay(python, None, "compiled", profile, tmp_path, script) == pure
     off = _replay(python, None, "pure: ADR_COMPILED=0", profile, tmp_path, script, ADR_COMPILED="0")
     assert off == pure
+
+
+def _rate_batches(python: str, pythonpath: str | None, cwd: Path, **env: str) -> dict[str, Any]:
+    """bench/rate_batch_instructions.py on a small backlog: its JSON (`output_sha256`: every
+    byte and float of the plans)."""
+    base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ADR_COMPILED")}
+    if pythonpath is not None:
+        base["PYTHONPATH"] = pythonpath
+    done = subprocess.run(
+        [python, str(ROOT / "bench" / "rate_batch_instructions.py"), *RATE_BATCH_ARGS],
+        cwd=cwd,
+        env={**base, **env},
+        capture_output=True,
+        check=False,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+RATE_BATCH_ARGS = ("--events", "6000", "--players", "800", "--resend-every", "20")
+
+
+def test_compiled_rate_batch_writes_the_bytes_of_the_pure_one(tmp_path: Path) -> None:
+    """The consumer's rating path (decode, rate_batch with its rating-change records, content
+    digests and hash values, tiers placed and moving) on a fixed backlog: the compiled build's
+    plans hold the same bytes and floats as the sources', run pure."""
+    python = _compiled_python()
+    pure = _rate_batches(sys.executable, str(ROOT), tmp_path)
+    assert pure["build"].startswith("pure") and pure["counted"] > 5000
+    built = _rate_batches(python, None, tmp_path)
+    assert built["build"] == "compiled"
+    assert built["output_sha256"] == pure["output_sha256"]
+    off = _rate_batches(python, None, tmp_path, ADR_COMPILED="0")
+    assert off["build"] == "pure: ADR_COMPILED=0"
+    assert off["output_sha256"] == pure["output_sha256"]
