@@ -23,7 +23,6 @@ from engine import (
     PlayerState,
     Snapshot,
     activity_time,
-    is_active,
     is_duplicate,
     new_player,
     rate_kill,
@@ -77,10 +76,9 @@ class Plan:
     """One batch's atomic write: what to check (compare-and-set) and what to write."""
 
     players: list[str | msgspec.Raw] = dataclasses.field(default_factory=list)
-    """Per changed player, the 12 items of PLAYER_ITEMS in redis_layout/scripts/apply.lua: id,
+    """Per changed player, the 11 items of PLAYER_ITEMS in redis_layout/scripts/apply.lua: id,
     checked ver, new ver, the hash values (FIELDS order, without ver; see `script_values`),
-    activity time ("" = none), "1" if active else "0". The write sends them as one msgpack
-    array."""
+    activity time ("" = none). The write sends them as one msgpack array."""
     states: Entries = dataclasses.field(default_factory=Entries)
     """player -> (state, ver) as the write leaves it, for every player the batch changed."""
     offset_checks: list[tuple[int, int | None]] = dataclasses.field(default_factory=list)
@@ -314,11 +312,7 @@ def _plan_players(
         out += (player, str(ver), str(new_ver))
         out += script_values(state)
         since = activity_time(state, params)
-        if since is None:
-            out += ("", "")
-        else:
-            assert state.last_ts is not None
-            out += (str(since), "1" if is_active(state, state.last_ts, params) else "0")
+        out.append("" if since is None else str(since))
         if old is None or old.tier != state.tier:
             if old is not None and old.tier:
                 tier_counts[tier_label(old.tier)] -= 1

@@ -43,7 +43,7 @@ def _call(
         [0, horizon, bucket_ms, *prefixes],
         [x for record in ids for x in record],
     ]
-    names = (keys.offsets("t"), keys.outbox, keys.lb, keys.activity, keys.active_mu, keys.pop,
+    names = (keys.offsets("t"), keys.outbox, keys.lb, keys.activity, keys.pop,
              keys.tier_counts, keys.watermarks("t"), keys.cooldown_due,
              keys.due_buckets)  # fmt: skip
     args: list[object] = [keys.player(""), *(len(s) for s in sections)]
