@@ -130,20 +130,20 @@ class PopulationReader:
             limit = self.chunk + at_low
             page = self._page(keys=[k.activity], args=[low, limit, prefix])
             pages += 1
-            for i in range(0, len(page), 3):
+            size, last, at_last = page[0], page[1], page[2]
+            for i in range(3, len(page), 2):
                 member = page[i]
                 if member in seen:
                     continue
                 seen.add(member)
-                mu = _mu(page[i + 2])
+                mu = _mu(page[i + 1])
                 if mu is None:
                     corrupt.append(prefix + _text(member))
                 else:
                     mus.append(mu)
-            if len(page) < 3 * limit:
+            if size < limit:
                 return mus, pages
-            low = page[-2]
-            at_low = sum(1 for score in page[1::3] if score == low)
+            low, at_low = last, at_last
             if self.renew is not None and not self.renew():
                 raise LeaseLost("lease lost while reading the active set")
 
