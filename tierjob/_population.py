@@ -11,25 +11,26 @@ starting at the last score seen (the members already read at that score are skip
 by them when one score holds more than a page). Cost O(|A|), none of it on the consumer's path;
 Redis is blocked for one page at a time, never for the whole read.
 
-The pages are not one atomic read. Each page is: it reads each member's activity time and μ in
-one instant. Across pages the consumer goes on writing, so each μ is a value some write committed
-during the read window (a player rated while the job reads counts with the μ before or after that
-event, as it would with a snapshot taken a moment earlier or later), and A is the set at some
-instant of that window for every player that stays in it: a player whose activity time moves
-forward past the cursor is read once (members are de-duplicated), one that became active during
-the read may be left out, as it would be by a run a moment earlier. Players whose activity
-expired never need removing: the read starts at c.
+The pages are not one atomic read. Each page is: it reads its members' activity times and μ at
+one instant. Across pages the consumer goes on writing, so each μ is a value some write
+committed during the read window (a player rated while the job reads counts with its μ before or
+after that event, as in a snapshot taken a moment earlier or later). With c fixed, A only grows
+during the window (an activity time never moves back): every player in A when the read starts
+is read exactly once (one whose activity time moves past the cursor is de-duplicated), and one
+that joins A during the read may be included or not, as by a run a moment later or earlier.
+Expired players never need removing: the read starts after c.
 
 A hash that is missing, or whose `mu` is missing, not a float, or not finite (the consumer never
-writes one), is skipped, counted (`Population.corrupt`, metric adr_corrupt_state{what="player"})
-and logged; the rest of A is still read.
+writes one), is skipped, counted (`Population.corrupt`, the tier job's metric
+adr_corrupt_state_total{what="player"}) and logged; the rest of A is still read.
 
 If A is empty, A = P: the μ of every tracked player, read by SCAN of the player hashes, O(P). That
 happens only while nobody is active (a new or idle deployment).
 
 Upgrades: `{ns}:active_mu` and `{ns}:calib:pruned_to`, which earlier releases' consumers and tier
 job kept, are unlinked by every run under its lease (a no-op once they are gone; a consumer of an
-earlier release still running in a rolling upgrade may write `active_mu` again until it stops).
+earlier release still running in a rolling upgrade may write `active_mu` again until it stops;
+what a tier job of an earlier release does beside new consumers: docs/operations.md).
 """
 
 from __future__ import annotations
