@@ -56,10 +56,10 @@ class Config:
     """Prometheus port while `every` is set (0 or None: no server); one-shot runs serve none."""
     metrics_host: str = setting("0.0.0.0", env="ADR_METRICS_HOST", help="Prometheus bind address")
     read_chunk: int = setting(
-        2000, env="ADR_CALIBRATE_READ_CHUNK", help="active players read per Lua call"
+        1000, env="ADR_CALIBRATE_READ_CHUNK", help="active players read per Lua call"
     )
-    """Members of A whose μ one read-only Lua call reads (bounds how long Redis blocks: about
-    1.5 µs of Redis time per member, tierjob/_population.py)."""
+    """Members of A whose μ one read-only Lua call reads: bounds how long one call blocks Redis
+    (about 3 µs of Redis CPU per member measured, so about 3 ms a call; docs/benchmarks.md)."""
     kafka_timeout: float = setting(
         30.0, env="ADR_KAFKA_TIMEOUT", help="seconds to wait for the broker's ack"
     )
