@@ -178,6 +178,11 @@ def apply_events(
     t.command_usec += all1 - all0
 
 
+def _text(value: object) -> str:
+    """What --json writes for a value JSON has no form for (Redis's encodings arrive as bytes)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def publish_snapshot(r: redis.Redis, keys: Keys, params: Params, now_ms: int) -> int:
     """What the tier job publishes: μ̄_A and boundaries from the μ of A (its paged read)."""
     reader = PopulationReader(r, keys, "bench", Config().read_chunk)
@@ -375,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if server is not None:
             server.stop()
-    print(json.dumps(result, indent=2) if args.json else report(result, args))
+    print(json.dumps(result, indent=2, default=_text) if args.json else report(result, args))
     return 0
 
 
