@@ -132,16 +132,12 @@ class PopulationReader:
             page = self._page(keys=[k.activity], args=[low, limit, prefix])
             pages += 1
             size, last, at_last = page[0], page[1], page[2]
-            for i in range(3, len(page), 2):
-                member = page[i]
-                if member in seen:
-                    continue
-                seen.add(member)
-                mu = _mu(page[i + 1])
-                if mu is None:
-                    corrupt.append(prefix + _text(member))
-                else:
-                    mus.append(mu)
+            members, values = page[3::2], page[4::2]
+            if not seen.isdisjoint(members):  # read on the previous page (or moved past it)
+                fresh = [i for i, member in enumerate(members) if member not in seen]
+                members, values = [members[i] for i in fresh], [values[i] for i in fresh]
+            seen.update(members)
+            _take(members, values, mus, prefix, corrupt)
             if size < limit:
                 return mus, pages
             low, at_low = last, at_last
@@ -165,6 +161,28 @@ class PopulationReader:
                 elif value is not None and corrupt is not None:  # None: deleted since the SCAN
                     corrupt.append(_text(key))
         return mus
+
+
+def _take(
+    members: list[Any], values: list[Any], mus: list[float], prefix: str, corrupt: list[str]
+) -> None:
+    """Append the μ of a page's members to `mus`, or the key of each one without a readable μ
+    to `corrupt`: all at once when every value is a finite float (the usual page), else one by
+    one."""
+    try:
+        got = list(map(float, values))  # TypeError: nil or an error reply; ValueError: no number
+    except (TypeError, ValueError):
+        pass
+    else:
+        if all(map(math.isfinite, got)):
+            mus += got
+            return
+    for member, value in zip(members, values, strict=True):
+        mu = _mu(value)
+        if mu is None:
+            corrupt.append(prefix + _text(member))
+        else:
+            mus.append(mu)
 
 
 def _mu(value: Any) -> float | None:
