@@ -375,3 +375,43 @@ def test_either_redis_protocol_reads_the_same_snapshot(
     finally:
         client.close()
     assert result.snapshot == expected_snapshot(players, T0, None, PARAMS)
+
+
+def test_writes_between_pages_give_each_player_once_with_a_committed_mu(
+    redis_client: redis.Redis, ns: str
+) -> None:
+    """The consumer writes while the job reads page by page (here: between pages, from the
+    renewal hook): a player whose activity time moves past the cursor is read once, a μ changed
+    mid-read counts with its old or its new value, one that joins A may be read or not."""
+    keys = Keys.of(ns)
+    cutoff = T0 - PARAMS.active_ms
+    players = {
+        f"s{i:02}": player(PARAMS, 100.0 * i, tuple(cutoff + 1000 * (i + 1) for _ in range(5)))
+        for i in range(30)
+    }
+    write_players(redis_client, keys, players, PARAMS)
+    redis_client.set(keys.lease, "a")
+    writes = iter(
+        [
+            # s00 (read on page 1) plays again: its activity time jumps past the cursor
+            {"s00": played(PARAMS, players["s00"], 5000.0, tuple(T0 for _ in range(5)))},
+            # s20 (not read yet) is rated: μ 20000.0 instead of 2000.0
+            {"s20": msgspec.structs.replace(players["s20"], mu=20000.0)},
+            # a newcomer joins A
+            {"new": player(PARAMS, 7777.0, tuple(T0 for _ in range(5)))},
+        ]
+    )
+
+    def write_between_pages() -> bool:
+        write_players(redis_client, keys, next(writes, {}), PARAMS)
+        return True
+
+    reader = PopulationReader(redis_client, keys, "a", 4, renew=write_between_pages)
+    mus = reader.read(cutoff).active_mus
+
+    assert len(mus) in (30, 31)  # each of the 30 once; the newcomer maybe
+    assert (0.0 in mus) != (5000.0 in mus)  # s00: once, old or new μ
+    assert (2000.0 in mus) != (20000.0 in mus)  # s20: once, old or new μ
+    assert set(mus) - {0.0, 5000.0, 2000.0, 20000.0, 7777.0} == {
+        100.0 * i for i in range(1, 30) if i != 20
+    }
