@@ -42,7 +42,7 @@ def report(result: dict[str, object], args: argparse.Namespace) -> str:
         f"used_memory per tracked player: {result['bytes_per_player']:.0f} B "
         f"(hash {result['player_hash_bytes']:.0f} B as {result['player_hash_encoding']}, "
         f"hash-max-listpack-value {result['hash_max_listpack_value']}; "
-        f"zsets lb/activity/active_mu "
+        f"zsets lb/activity "
         + "/".join(
             f"{v / max(1, int(result['players_tracked'])):.0f}"
             for v in result["zset_bytes"].values()

@@ -7,7 +7,7 @@ Drives the consumer's own write path with no Kafka in between: synthetic kill ev
 arenas of `--arena-size` players) go through `Store.read_view` -> `rate_batch` (the engine) ->
 `Store.write` (the atomic Lua script), exactly as `adr consume` applies a batch. Then it reports:
 
-- INFO memory `used_memory` per tracked player (hash + `lb` + `activity` + `active_mu`), per
+- INFO memory `used_memory` per tracked player (hash + `lb` + `activity`), per
   cooldown key, per outbox entry, measured by deleting each part and reading the drop; and the
   per-player figure again with `hash-max-listpack-value 256` (compact player hashes);
 - the write path's rate: events/s of this one consumer process, Lua script calls/s, and the
@@ -41,6 +41,7 @@ from consumer._writer import Batch
 from engine import Params, take_snapshot
 from redis_layout import Conflict, Keys, encode_snapshot
 from schemas import KillEvent
+from tierjob import Config, PopulationReader
 
 TOPIC = "kill-events"
 COMPACT_LISTPACK_VALUE = 256
@@ -177,9 +178,15 @@ def apply_events(
     t.command_usec += all1 - all0
 
 
+def _text(value: object) -> str:
+    """What --json writes for a value JSON has no form for (Redis's encodings arrive as bytes)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def publish_snapshot(r: redis.Redis, keys: Keys, params: Params, now_ms: int) -> int:
-    """What the tier job publishes: μ̄_A and boundaries from `{ns}:active_mu` (engine)."""
-    mus = [score for _, score in r.zrange(keys.active_mu, 0, -1, withscores=True)]
+    """What the tier job publishes: μ̄_A and boundaries from the μ of A (its paged read)."""
+    reader = PopulationReader(r, keys, "bench", Config().read_chunk)
+    mus, _pages = reader.active_mus(now_ms - params.active_ms, [])
     snap = take_snapshot(now_ms, mus, [], None, params)
     r.hset(keys.snapshot, mapping=encode_snapshot(snap))
     r.hincrby(keys.snapshot, "version", 1)  # the consumer re-reads a snapshot on a new version
@@ -277,7 +284,6 @@ def run(args: argparse.Namespace, r: redis.Redis, own_server: bool) -> dict[str,
         for name, key in (
             ("lb", keys.lb),
             ("activity", keys.activity),
-            ("active_mu", keys.active_mu),
         )
     }
     compact: dict[str, object] = {}
@@ -374,7 +380,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if server is not None:
             server.stop()
-    print(json.dumps(result, indent=2) if args.json else report(result, args))
+    print(json.dumps(result, indent=2, default=_text) if args.json else report(result, args))
     return 0
 
 

@@ -71,7 +71,7 @@ _FIELD = tuple(field for field in FIELDS if field != "ver")  # the values Plan.p
 _RAW_FIELDS = tuple(encode_player_v1(new_player(Params()), 1))  # issue #20: the 13 fields of
 # layout 1, the baseline of the raw writes
 _VALUES = len(_FIELD)
-_ITEMS = _VALUES + 5  # per player in Plan.players: id, checked ver, new ver, values, since, active
+_ITEMS = _VALUES + 4  # per player in Plan.players: id, checked ver, new ver, values, since
 _TIER = _FIELD.index("tier")
 
 
@@ -150,8 +150,7 @@ def _variants() -> dict[str, str]:
             "redis.call('HSET', key, 'ver', P[i + 2])",
         ),
         "script_without_rank_and_activity_sets": (
-            "bulk('ZADD', KEYS[3], lb)\nbulk('ZADD', KEYS[4], activity)\n"
-            "bulk('ZADD', KEYS[5], active)\nbulk('ZREM', KEYS[5], inactive)",
+            "bulk('ZADD', KEYS[3], lb)\nbulk('ZADD', KEYS[4], activity)",
             "",
         ),
         "script_without_cooldown_keys": (
@@ -210,8 +209,6 @@ def _multi_exec(rec: Recorded, keys: Keys, keep_ms: int) -> tuple[list[bytes], l
     write = [pack(("MULTI",))]
     lb: list[Any] = []
     activity: list[Any] = []
-    active: list[Any] = []
-    inactive: list[Any] = []
     for key, i in zip(player_keys, range(0, len(items), _ITEMS), strict=True):
         player, values = items[i], items[i + 3 : i + 3 + _VALUES]
         fields: list[Any] = ["HSET", key]
@@ -223,15 +220,9 @@ def _multi_exec(rec: Recorded, keys: Keys, keep_ms: int) -> tuple[list[bytes], l
         since = items[i + 3 + _VALUES]
         if since != "":
             activity += (since, player)
-            if items[i + 4 + _VALUES] == "1":
-                active += (values[0], player)
-            else:
-                inactive.append(player)
-    for command, key, members in (("ZADD", keys.lb, lb), ("ZADD", keys.activity, activity),
-                                  ("ZADD", keys.active_mu, active),
-                                  ("ZREM", keys.active_mu, inactive)):  # fmt: skip
+    for key, members in ((keys.lb, lb), (keys.activity, activity)):
         if members:
-            write.append(pack((command, key, *members)))
+            write.append(pack(("ZADD", key, *members)))
     write += [pack(("HINCRBY", keys.tier_counts, t, d)) for t, d in plan.tier_counts.items()]
     for field, delta in (("count", plan.count_delta), ("sigma_hi", plan.sigma_hi_delta),
                          ("sigma_lo", plan.sigma_lo_delta)):  # fmt: skip

@@ -4,22 +4,22 @@
     python bench/tierjob_bench.py --players 100000 --active 20000 --expired 0,1000,10000
 
 Target (issue 5): with 1,000,000 tracked players of which 200,000 active, one calibration takes
-<= 1 s, and its cost grows with the number of players whose activity expired since the last
-run, not with P.
+<= 1 s, and its cost does not grow with P.
 
 Redis: --redis-url (or REDIS_URL), else a private redis-server started for the run (stack/).
 The state is the layout of docs/design.md as the consumer leaves it: every player has a hash
-(`mu` only; the job reads hashes only when nobody is active) and, having 5 counted events, an
-activity time in `{ns}:activity`; the active ones are in `{ns}:active_mu` with their μ, and
-the players that expired before the first measured run were pruned already (steady state).
+(`mu` only: what the job reads) and, having 5 counted events, an activity time in
+`{ns}:activity`. The job reads A (members of `{ns}:activity` scored after the cutoff) and each
+member's μ from its hash, --chunk members per read-only Lua call.
 
-Three measurements, each the median of --repeat runs (a run = Calibrator.run_once: lease,
-prune, read of μ over A, engine.take_snapshot, fenced publish to Redis; Kafka is left out,
-one small message per run), with the run's phases: prune (should grow with E), read of μ over
-A (with |A|), snapshot + publish (with |A|: sort, fsum):
-1. steady state: no player expired since the last run;
-2. E players expired since the last run, for each E in --expired;
-3. P grown with long-expired players (--grow), A and E = 0 unchanged.
+Three measurements, each the median of --repeat runs (a run = Calibrator.run_once: lease, paged
+read of μ over A, engine.take_snapshot, fenced publish to Redis; Kafka is left out, one small
+message per run), with the run's phases: read of μ over A (with |A|), snapshot + publish (with
+|A|: sort, fsum), and Redis's time per page (`INFO commandstats` EVALSHA µs over the run ÷ pages:
+how long one page blocks Redis, a bound on what it adds to the consumer's latency):
+1. steady state;
+2. E players expired since the last run, for each E in --expired (the cost should not move);
+3. P grown with long-expired players (--grow), A and E = 0 unchanged (nor should it here).
 """
 
 from __future__ import annotations
@@ -57,14 +57,13 @@ def log(msg: str) -> None:
 class Population:
     """Writes players straight into the Redis layout, fast (pipelines of 10,000-member ZADDs)."""
 
-    def __init__(self, client: redis.Redis, keys: Keys, seed: int, hashes: bool) -> None:
+    def __init__(self, client: redis.Redis, keys: Keys, seed: int) -> None:
         self.r = client
         self.keys = keys
         self.rng = random.Random(seed)
-        self.hashes = hashes
         self.count = 0
 
-    def add(self, n: int, activity: tuple[int, int], in_active_mu: bool) -> None:
+    def add(self, n: int, activity: tuple[int, int]) -> None:
         """n players, activity time uniform in [lo, hi] ms, μ uniform in [0, 4000]."""
         lo, hi = activity
         rng, k = self.rng, self.keys
@@ -74,23 +73,29 @@ class Population:
             mus = [rng.uniform(0.0, 4000.0) for _ in ids]
             pipe = self.r.pipeline(transaction=False)
             pipe.zadd(k.activity, {pid: rng.randint(lo, hi) for pid in ids})
-            if in_active_mu:
-                pipe.zadd(k.active_mu, {pid: repr(mu) for pid, mu in zip(ids, mus, strict=True)})
-            if self.hashes:
-                for pid, mu in zip(ids, mus, strict=True):
-                    pipe.hset(k.player(pid), "mu", repr(mu))
+            for pid, mu in zip(ids, mus, strict=True):
+                pipe.hset(k.player(pid), "mu", repr(mu))
             pipe.execute()
             self.count += size
 
 
-def timed(job: Calibrator, now: int) -> dict[str, Any]:
-    """One calibration's summary, with `total_s` and `rest_s` (snapshot + publish + lease)."""
+def _evalsha_usec(client: redis.Redis) -> int:
+    stats: Any = client.info("commandstats").get("cmdstat_evalsha", {})
+    return int(stats.get("usec", 0))
+
+
+def timed(job: Calibrator, client: redis.Redis, now: int) -> dict[str, Any]:
+    """One calibration's summary, with `total_s`, `rest_s` (snapshot + publish + lease) and
+    `page_ms` (Redis's EVALSHA time over the run per page read)."""
     gc.collect()
+    usec = _evalsha_usec(client)
     result = job.run_once(now)
+    usec = _evalsha_usec(client) - usec
     assert result.outcome == "published", result.outcome
     summary = result.summary()
     summary["total_s"] = result.duration_s
-    summary["rest_s"] = result.duration_s - summary["prune_s"] - summary["read_s"]
+    summary["rest_s"] = result.duration_s - summary["read_s"]
+    summary["page_ms"] = usec / 1000 / max(1, int(summary["read_pages"]))
     return summary
 
 
@@ -110,15 +115,15 @@ def heap_peak_mib(job: Calibrator, now: int) -> float:
 
 def medians(runs: list[dict[str, Any]]) -> dict[str, float]:
     return {
-        k: statistics.median(r[k] for r in runs) for k in ("total_s", "prune_s", "read_s", "rest_s")
+        k: statistics.median(r[k] for r in runs) for k in ("total_s", "read_s", "rest_s", "page_ms")
     }
 
 
 def show(label: str, m: dict[str, float]) -> str:
     return (
         f"{label}: one calibration {m['total_s']:.3f} s "
-        f"(prune {m['prune_s']:.3f}, read μ over A {m['read_s']:.3f}, "
-        f"snapshot+publish {m['rest_s']:.3f})"
+        f"(read μ over A {m['read_s']:.3f}, snapshot+publish {m['rest_s']:.3f}; "
+        f"Redis {m['page_ms']:.2f} ms per page)"
     )
 
 
@@ -133,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--no-hashes", action="store_true", help="skip the 1-field player hashes")
+    ap.add_argument("--chunk", type=int, default=Config().read_chunk, help="members per page")
     args = ap.parse_args(argv)
     expired_steps = [int(x) for x in args.expired.split(",") if x.strip()]
     if args.grow:
@@ -156,22 +161,25 @@ def main(argv: list[str] | None = None) -> int:
     client = redis.Redis.from_url(url)
     keys = Keys.of(f"bench-tierjob-{os.getpid()}")
     params = Params()
-    job = Calibrator(client, Config(namespace=keys.namespace, params=params, holder_id="bench"))
+    config = Config(
+        namespace=keys.namespace, params=params, holder_id="bench", read_chunk=args.chunk
+    )
+    job = Calibrator(client, config)
     now = T0
     cutoff = now - params.active_ms
     figures: dict[str, object] = {"players": args.players, "active": args.active}
+    figures["chunk"] = args.chunk
     try:
-        pop = Population(client, keys, args.seed, not args.no_hashes)
+        pop = Population(client, keys, args.seed)
         started = time.perf_counter()
         # Active players' activity lies in the last 6 days, well clear of the cutoffs below.
-        pop.add(args.active, (now - 6 * DAY_MS, now), in_active_mu=True)
-        pop.add(p_start - args.active, (now - 60 * DAY_MS, cutoff - 10 * DAY_MS), False)
+        pop.add(args.active, (now - 6 * DAY_MS, now))
+        pop.add(p_start - args.active, (now - 60 * DAY_MS, cutoff - 10 * DAY_MS))
         log(f"loaded P={pop.count:,} (A={args.active:,}) in {time.perf_counter() - started:.1f} s")
-        client.set(keys.pruned_to, str(cutoff - 10 * DAY_MS))
 
-        first = timed(job, now)  # prunes nothing (pruned_to is set): steady state from here
+        first = timed(job, client, now)
         assert first["active_count"] == args.active, first
-        steady = medians([timed(job, now) for _ in range(args.repeat)])
+        steady = medians([timed(job, client, now) for _ in range(args.repeat)])
         print(show(f"steady state, P={pop.count:,} A={args.active:,}", steady))
         figures["steady"] = steady
         figures["steady_heap_peak_mib"] = heap_peak_mib(job, now)
@@ -182,12 +190,11 @@ def main(argv: list[str] | None = None) -> int:
             runs = []
             for _ in range(args.repeat):
                 # E players active now whose activity lies in the next E ms past the cutoff.
-                pop.add(e, (cutoff + 1, cutoff + max(e, 1)), in_active_mu=True)
-                timed(job, now)  # publishes with them active; pruned_to = cutoff
+                pop.add(e, (cutoff + 1, cutoff + max(e, 1)))
+                timed(job, client, now)  # publishes with them active
                 now += max(e, 1)
                 cutoff = now - params.active_ms
-                summary = timed(job, now)
-                assert summary["expired_pruned"] == e, (e, summary["expired_pruned"])
+                summary = timed(job, client, now)
                 assert summary["active_count"] == args.active
                 runs.append(summary)
             rows_e.append({"expired": e} | medians(runs))
@@ -197,30 +204,23 @@ def main(argv: list[str] | None = None) -> int:
         rows_p = []
         for target in sorted({max(t, pop.count) for t in grow}):
             if target > pop.count:
-                pop.add(target - pop.count, (now - 90 * DAY_MS, now - 70 * DAY_MS), False)
-            runs = [timed(job, now) for _ in range(args.repeat)]
-            assert all(r["expired_pruned"] == 0 and r["active_count"] == args.active for r in runs)
+                pop.add(target - pop.count, (now - 90 * DAY_MS, now - 70 * DAY_MS))
+            runs = [timed(job, client, now) for _ in range(args.repeat)]
+            assert all(r["active_count"] == args.active for r in runs)
             rows_p.append({"players": pop.count} | medians(runs))
             print(show(f"  P={pop.count:>9,} (A={args.active:,}, E=0)", rows_p[-1]))
         figures["by_players"] = rows_p
         figures["first_run_s"] = first["total_s"]
         verdict = "meets" if steady["total_s"] <= 1.0 else "MISSES"
         print(f"steady-state calibration {steady['total_s']:.3f} s: {verdict} the 1 s target")
-        if len(rows_e) > 1:
-            lo, hi = rows_e[0], rows_e[-1]
-            span = max(1, int(hi["expired"]) - int(lo["expired"]))
-            per = (hi["prune_s"] - lo["prune_s"]) / span * 1e6
-            print(
-                f"prune cost per newly expired player: {per:.1f} µs "
-                f"(E={lo['expired']:,} → {hi['expired']:,})"
-            )
+        per = steady["read_s"] / max(1, args.active) * 1e6
+        print(f"read of μ over A: {per:.2f} µs per active player")
         print(json.dumps(figures))
     finally:
         batch = list(client.scan_iter(match=keys.match_all, count=BATCH))
         for i in range(0, len(batch), BATCH):
             client.delete(*batch[i : i + BATCH])
-        for key in (keys.activity, keys.active_mu):
-            client.unlink(key)
+        client.unlink(keys.activity)
         client.close()
         if stack is not None:
             stack.stop()

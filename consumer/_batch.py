@@ -25,7 +25,6 @@ from engine import (
     PlayerState,
     Snapshot,
     activity_time,
-    is_active,
     is_duplicate,
     new_player,
     rate_kill,
@@ -89,10 +88,9 @@ class Plan:
     """One batch's atomic write: what to check (compare-and-set) and what to write."""
 
     players: list[str | msgspec.Raw] = dataclasses.field(default_factory=list)
-    """Per changed player, the 12 items of PLAYER_ITEMS in redis_layout/scripts/apply.lua: id,
+    """Per changed player, the 11 items of PLAYER_ITEMS in redis_layout/scripts/apply.lua: id,
     checked ver, new ver, the hash values (FIELDS order, without ver; see `script_values`),
-    activity time ("" = none), "1" if active else "0". The write sends them as one msgpack
-    array."""
+    activity time ("" = none). The write sends them as one msgpack array."""
     states: Entries = dataclasses.field(default_factory=Entries)
     """player -> (state, ver) as the write leaves it, for every player the batch changed."""
     offset_checks: list[tuple[int, int | None]] = dataclasses.field(default_factory=list)
@@ -379,12 +377,6 @@ def _plan_players(
         plan.states.put(player, state, new_ver)
         mu, sigma, n, last_ts, tier, window, packed = script_items(state)
         since = activity_time(state, params)
-        if since is None:
-            since_text = active = ""
-        else:
-            assert state.last_ts is not None
-            since_text = str(since)
-            active = "1" if is_active(state, state.last_ts, params) else "0"
         out.extend(
             (
                 player,
@@ -397,8 +389,7 @@ def _plan_players(
                 tier,
                 window,
                 packed,
-                since_text,
-                active,
+                "" if since is None else str(since),
             )
         )
         if old is None or old.tier != state.tier:

@@ -222,7 +222,6 @@ class Store:
             k.outbox,
             k.lb,
             k.activity,
-            k.active_mu,
             k.pop,
             k.tier_counts,
             self._watermarks_key,

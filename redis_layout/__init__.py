@@ -3,7 +3,8 @@
 - `Keys` (keys.py): every key name, hash-tagged `{ns}`. Nothing else writes a key name.
 - player_codec.py: a player's hash <-> PlayerState (the consumer's hot path; compiled).
 - snapshot_codec.py: the `{ns}:snapshot` hash <-> Snapshot (`encode_snapshot`, `decode_snapshot`).
-- scripts/: the Lua scripts (the consumer's atomic batch write, the tier job's fenced writes,
+- scripts/: the Lua scripts (the consumer's atomic batch write, the tier job's fenced writes and
+  paged read of μ over A,
   the leaderboard's read around a player).
 - raw.py: pipelined reads and writes on one pooled connection without redis-py's per-argument
   packing and reply callbacks.

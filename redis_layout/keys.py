@@ -60,6 +60,8 @@ class Keys:
         self.lb = self.prefix + "lb"
         self.activity = self.prefix + "activity"
         self.active_mu = self.prefix + "active_mu"
+        """The zset of active players' μ that releases before 2026-12-05 kept (the consumer
+        wrote it on every event): nothing writes it now, the tier job unlinks it."""
         self.pop = self.prefix + "pop"
         self.outbox = self.prefix + "outbox"
         self.snapshot = self.prefix + "snapshot"
@@ -76,6 +78,7 @@ class Keys:
         holding less than it wrote, carried by every rating change (schemas/rating_change.md)."""
         self.lease = self.prefix + "calib:lease"
         self.pruned_to = self.prefix + "calib:pruned_to"
+        """The tier job's prune mark of releases before 2026-12-05: unlinked with `active_mu`."""
 
     @classmethod
     def of(cls, namespace: str) -> Keys:

@@ -2,10 +2,7 @@
 per-argument packing and reply callbacks.
 
 Why raw: redis-py's pipeline packs each argument in Python, which costs the consumer more than
-Redis spends on its commands (the commands here come packed by hiredis); and redis-py (RESP3 by
-default since 8.x) turns a ZRANGE WITHSCORES reply back into RESP2-style pairs by formatting
-every score to bytes, seconds for 200,000 members, where the tier job wants the floats hiredis
-already parsed.
+Redis spends on its commands (the commands here come packed by hiredis).
 
 Every helper takes the connection from the client's pool and gives it back, or closes it first
 when a failure may have left replies unread on it.
@@ -21,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
 import hiredis
@@ -122,36 +119,6 @@ def pipelined(client: redis.Redis, commands: list[bytes]) -> list[Any]:
     finally:
         pool.release(conn)
     return replies
-
-
-def transaction(client: redis.Redis, commands: Sequence[Sequence[Any]]) -> list[Any]:
-    """Run `commands` in MULTI/EXEC and return their raw replies (errors raised)."""
-    pool = client.connection_pool
-    conn = _connection(client)
-    try:
-        conn.send_packed_command(conn.pack_commands([("MULTI",), *commands, ("EXEC",)]))
-        conn.read_response()
-        for _ in commands:
-            conn.read_response()
-        replies = conn.read_response()
-    except BaseException:
-        conn.disconnect()  # no half-read reply left behind
-        raise
-    finally:
-        pool.release(conn)
-    if replies is None:
-        raise redis.ResponseError("transaction aborted")
-    for reply in replies:
-        if isinstance(reply, Exception):
-            raise reply
-    return list(replies)
-
-
-def zset_scores(reply: list[Any]) -> tuple[list[bytes], list[float]]:
-    """(members, scores) of a raw ZRANGE WITHSCORES reply, RESP2 (flat) or RESP3 (pairs)."""
-    if reply and isinstance(reply[0], list):
-        return [pair[0] for pair in reply], [float(pair[1]) for pair in reply]
-    return list(reply[0::2]), [float(score) for score in reply[1::2]]
 
 
 class Sent:

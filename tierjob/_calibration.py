@@ -65,12 +65,10 @@ class CalibrationResult:
         if self.population is not None:
             p = self.population
             out |= {
-                "expired_pruned": p.expired,
-                "reconciled": p.reconciled,
-                "reconcile_dropped": p.dropped,
-                "reconcile_added": p.added,
+                "corrupt_players": p.corrupt,
+                "read_pages": p.pages,
+                "legacy_keys_removed": p.legacy_removed,
                 "fallback_all_players": bool(p.fallback_mus),
-                "prune_s": round(p.prune_s, 6),
                 "read_s": round(p.read_s, 6),
             }
         return out
@@ -88,7 +86,7 @@ class Calibrator:
         self._topic = topic
         self.lease = Lease(client, self._keys.lease, config.holder_id, config.lease_ttl_ms)
         self._reader = PopulationReader(
-            client, self._keys, config.holder_id, config.prune_chunk, renew=self.lease.hold
+            client, self._keys, config.holder_id, config.read_chunk, renew=self.lease.hold
         )
         self._publisher = RedisPublisher(client, self._keys, config.holder_id)
 

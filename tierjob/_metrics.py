@@ -57,16 +57,6 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
-        self.expired = Counter(
-            "adr_calibration_expired_players_total",
-            "Players whose activity expired, removed from the active set by the prune",
-            registry=r,
-        )
-        self.reconciled = Counter(
-            "adr_calibration_reconciled_total",
-            "Runs whose cheap count check failed and that reconciled the active set in O(|A|)",
-            registry=r,
-        )
         self.errors = Counter(
             "adr_errors_swallowed_total",
             "Errors the tier job logged and survived, by where",
@@ -75,7 +65,8 @@ class Metrics:
         )
         self.corrupt_state = Counter(
             "adr_corrupt_state",
-            "Published snapshots that did not decode and were replaced (what=snapshot)",
+            "Published snapshots that did not decode and were replaced (what=snapshot); players"
+            " skipped for a missing or unreadable mu (what=player)",
             ["what"],
             registry=r,
         )
@@ -84,10 +75,8 @@ class Metrics:
         self.runs.labels(result.outcome).inc()
         self.corrupt(result)
         self.lease_held.set(1 if result.lease_held else 0)
-        if result.population is not None:
-            self.expired.inc(result.population.expired)
-            if result.population.reconciled:
-                self.reconciled.inc()
+        if result.population is not None and result.population.corrupt:
+            self.corrupt_state.labels("player").inc(result.population.corrupt)
         if result.outcome != "published" or result.snapshot is None:
             return
         snapshot = result.snapshot

@@ -1,39 +1,57 @@
-"""The active population from Redis: prune expired players, then read μ over A.
+"""The active population from Redis: μ over A, read page by page from the consumer's own keys.
 
 Active set A at a cutoff c = now − t_active (ms): the players whose activity time (their n_active-th
-most recent counted event, the score in `{ns}:activity`) is later than c. The consumer adds every
-player it sees active to `{ns}:active_mu` with its μ; this module removes the expired ones and
-reads the rest:
+most recent counted event, the score in `{ns}:activity`) is later than c. The consumer writes that
+score and the player's hash `{ns}:player:<id>` in one atomic script per batch; it keeps no set of
+μ for the job, so that its hot path does no work for a calibration that runs every few minutes.
+This module reads A from `{ns}:activity` (members scored > c) and each member's μ from the `mu`
+field of its hash, in pages of `chunk` members: one short read-only Lua call per page
+(scripts/active_page.lua: ZRANGEBYSCORE with LIMIT, then HGET mu of each member), the next page
+starting at the last score seen (the members already read at that score are skipped; a page grows
+by them when one score holds more than a page). Cost O(|A|), none of it on the consumer's path;
+Redis is blocked for one page at a time, never for the whole read.
 
-1. Prune (cost ∝ players expired since the last run): the members of `{ns}:activity` scored in
-   (pruned_to, c] leave `{ns}:active_mu`; `{ns}:calib:pruned_to` remembers c.
-2. Read, atomically (MULTI): |A| = ZCOUNT activity (c, +inf) and all of `{ns}:active_mu` (its
-   DUMP, whose scores are binary doubles: see `_rdb`; ZRANGE WITHSCORES where that cannot be
-   used). Since `{ns}:active_mu` holds every active player, equal counts prove it holds exactly A.
-3. Otherwise (a player the consumer added with an expired activity time, a clock that went back,
-   a missing player) reconcile exactly: A from `{ns}:activity`, μ from `{ns}:active_mu`, remove the
-   inactive ones, add the missing ones with their hash's μ. Cost O(|A|), counted in the report.
+The pages are not one atomic read. Each page is: it reads its members' activity times and μ at
+one instant. Across pages the consumer goes on writing, so each μ is a value some write
+committed during the read window (a player rated while the job reads counts with its μ before or
+after that event, as in a snapshot taken a moment earlier or later). With c fixed, A only grows
+during the window (an activity time never moves back): every player in A when the read starts
+is read exactly once (one whose activity time moves past the cursor is de-duplicated), and one
+that joins A during the read may be included or not, as by a run a moment later or earlier.
+Expired players never need removing: the read starts after c.
+
+A hash that is missing, or whose `mu` is missing, not a float, or not finite (the consumer never
+writes one), is skipped, counted (`Population.corrupt`, the tier job's metric
+adr_corrupt_state_total{what="player"}) and logged; the rest of A is still read.
 
 If A is empty, A = P: the μ of every tracked player, read by SCAN of the player hashes, O(P). That
 happens only while nobody is active (a new or idle deployment).
+
+Upgrades: `{ns}:active_mu` and `{ns}:calib:pruned_to`, which earlier releases' consumers and tier
+job kept, are unlinked by every run under its lease (a no-op once they are gone; a consumer of an
+earlier release still running in a rolling upgrade may write `active_mu` again until it stops;
+what a tier job of an earlier release does beside new consumers: docs/operations.md).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
+import math
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 import redis
 
-from redis_layout import Keys, raw, scripts
-from tierjob import _rdb
-from tierjob._errors import StateError, TierJobError
+from redis_layout import Keys, scripts
+from tierjob._errors import TierJobError
 
-_SCRIPT_BATCH = 1000
-"""Player ids per reconciliation script call."""
-_SCAN_COUNT = 2000
+_SCAN_COUNT: Final = 2000
+_LOGGED_KEYS: Final = 10
+"""Corrupt player keys named in the run's log line (all of them are counted)."""
+
+log = logging.getLogger("adr.calibrate")
 
 
 class LeaseLost(TierJobError):
@@ -48,152 +66,139 @@ class Population:
     """μ over A, ascending."""
     fallback_mus: list[float]
     """μ over all tracked players; read only when A is empty, else []."""
-    expired: int
-    """Players this run's prune removed from `{ns}:active_mu`."""
-    reconciled: bool
-    """True when the counts disagreed and the exact O(|A|) reconciliation ran."""
-    dropped: int
-    """Inactive players the reconciliation removed."""
-    added: int
-    """Active players missing from `{ns}:active_mu` that the reconciliation added."""
-    prune_s: float = 0.0
-    """Seconds spent pruning (∝ players expired since the last run)."""
+    corrupt: int = 0
+    """Players skipped: no hash, or a `mu` that is missing, not a float, or not finite."""
+    pages: int = 0
+    """Lua calls that read A (each blocks Redis for one page of `chunk` members)."""
+    legacy_removed: int = 0
+    """Keys of earlier releases (`{ns}:active_mu`, `{ns}:calib:pruned_to`) this run unlinked."""
     read_s: float = 0.0
     """Seconds spent reading μ over A (∝ |A|; O(P) only in the A-empty fallback)."""
 
 
 @dataclasses.dataclass
 class PopulationReader:
-    """Reads the population of one namespace under one replica's lease (`holder_id`), pruning in
-    chunks of `prune_chunk` players; `renew` extends the lease between prune chunks (a long first
-    prune outlives a TTL)."""
+    """Reads the population of one namespace under one replica's lease (`holder_id`), `chunk`
+    members of A per Lua call; `renew` extends the lease between pages (a long read outlives a
+    short TTL) and a failed renewal ends the read with LeaseLost."""
 
     client: redis.Redis
     keys: Keys
     holder_id: str
-    prune_chunk: int
+    chunk: int
     renew: Callable[[], bool] | None = None
     _scripts: scripts.Fenced = dataclasses.field(init=False, repr=False)
-    _dump_allowed: bool = dataclasses.field(default=True, init=False, repr=False)
+    _page: Any = dataclasses.field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self._scripts = scripts.Fenced(self.client, self.keys, self.holder_id)
+        self._page = self.client.register_script(scripts.ACTIVE_PAGE)
 
     def read(self, cutoff_ms: int) -> Population:
         """The population at `cutoff_ms` (= now − t_active); LeaseLost if the lease is gone."""
         started = time.perf_counter()
-        expired = self.prune(cutoff_ms)
-        pruned = time.perf_counter()
-        count, mus = self._read_fast(cutoff_ms)
-        dropped = added = 0
-        reconciled = count != len(mus)
-        if reconciled:
-            mus, dropped, added = self._reconcile(cutoff_ms)
+        removed = self.drop_legacy()
+        corrupt: list[str] = []
+        mus, pages = self.active_mus(cutoff_ms, corrupt)
         mus.sort()
-        fallback = [] if mus else self.all_mus()
-        read = time.perf_counter()
-        return Population(
-            mus, fallback, expired, reconciled, dropped, added, pruned - started, read - pruned
-        )
+        fallback = [] if mus else self.all_mus(corrupt)
+        if corrupt:
+            log.warning(
+                "players skipped: no readable mu",
+                extra={"count": len(corrupt), "keys": corrupt[:_LOGGED_KEYS]},
+            )
+        read = time.perf_counter() - started
+        return Population(mus, fallback, len(corrupt), pages, removed, read)
 
-    def prune(self, cutoff_ms: int) -> int:
-        """Remove the players expired in (pruned_to, cutoff] from `{ns}:active_mu`, in chunks."""
-        removed_total = 0
+    def drop_legacy(self) -> int:
+        """Unlink `{ns}:active_mu` and `{ns}:calib:pruned_to` of earlier releases (fenced)."""
+        removed = self._scripts.drop_legacy()
+        if removed == scripts.NOT_HOLDER:
+            raise LeaseLost("lease lost before reading the population")
+        return removed
+
+    def active_mus(self, cutoff_ms: int, corrupt: list[str]) -> tuple[list[float], int]:
+        """μ of every member of A (unsorted) and the number of pages read; the keys of the
+        players skipped are appended to `corrupt`."""
+        k = self.keys
+        prefix = k.player_prefix
+        low = f"({cutoff_ms}".encode()
+        at_low = 0  # members of the last page scored `low`: read already, so skipped
+        seen: set[bytes] = set()
+        mus: list[float] = []
+        pages = 0
         while True:
-            removed, _scanned, _upto, done = self._scripts.prune_step(cutoff_ms, self.prune_chunk)
-            if removed == scripts.NOT_HOLDER:
-                raise LeaseLost("lease lost while pruning")
-            removed_total += int(removed)
-            if done:
-                return removed_total
+            limit = self.chunk + at_low
+            page = self._page(keys=[k.activity], args=[low, limit, prefix])
+            pages += 1
+            size, last, at_last = page[0], page[1], page[2]
+            members, values = page[3::2], page[4::2]
+            if not seen.isdisjoint(members):  # read on the previous page (or moved past it)
+                fresh = [i for i, member in enumerate(members) if member not in seen]
+                members, values = [members[i] for i in fresh], [values[i] for i in fresh]
+            seen.update(members)
+            _take(members, values, mus, prefix, corrupt)
+            if size < limit:
+                return mus, pages
+            low, at_low = last, at_last
             if self.renew is not None and not self.renew():
-                raise LeaseLost("lease lost while pruning")
+                raise LeaseLost("lease lost while reading the active set")
 
-    def _read_fast(self, cutoff_ms: int) -> tuple[int, list[float]]:
-        """|A| and the μ of every member of `{ns}:active_mu`, read atomically: DUMP (binary
-        scores, see `_rdb`) where Redis allows it and the set is large, else ZRANGE."""
-        k = self.keys
-        if self._dump_allowed:
-            try:
-                count, payload = raw.transaction(
-                    self.client,
-                    [("ZCOUNT", k.activity, f"({cutoff_ms}", "+inf"), ("DUMP", k.active_mu)],
-                )
-            except redis.ResponseError:  # DUMP renamed or denied (ACL): ZRANGE from now on
-                self._dump_allowed = False
-            else:
-                scores = [] if payload is None else _rdb.zset_scores(payload)
-                if scores is not None:
-                    return int(count), scores
-        count, members = raw.transaction(
-            self.client,
-            [
-                ("ZCOUNT", k.activity, f"({cutoff_ms}", "+inf"),
-                ("ZRANGE", k.active_mu, 0, -1, "WITHSCORES"),
-            ],
-        )
-        return int(count), _scores(members)[1]
-
-    def _reconcile(self, cutoff_ms: int) -> tuple[list[float], int, int]:
-        k = self.keys
-        active_ids, members = raw.transaction(
-            self.client,
-            [
-                ("ZRANGE", k.activity, f"({cutoff_ms}", "+inf", "BYSCORE"),
-                ("ZRANGE", k.active_mu, 0, -1, "WITHSCORES"),
-            ],
-        )
-        active = set(active_ids)
-        mu_of: dict[bytes, float] = dict(zip(*_scores(members), strict=True))
-        mus = [mu for member, mu in mu_of.items() if member in active]
-        inactive = [member for member in mu_of if member not in active]
-        missing = [member for member in active_ids if member not in mu_of]
-        dropped = sum(
-            _fenced(self._scripts.drop_inactive(cutoff_ms, batch)) for batch in _batches(inactive)
-        )
-        added = 0
-        for batch in _batches(missing):
-            pairs = _fenced(self._scripts.add_active(cutoff_ms, batch))
-            for mu in pairs[1::2]:
-                mus.append(_float(mu))
-                added += 1
-        return mus, dropped, added
-
-    def all_mus(self) -> list[float]:
-        """μ of every tracked player (A = P when nobody is active): SCAN of the hashes, O(P)."""
+    def all_mus(self, corrupt: list[str] | None = None) -> list[float]:
+        """μ of every tracked player (A = P when nobody is active): SCAN of the hashes, O(P).
+        A hash whose `mu` is not a finite float, or a key of another type, is skipped, its key
+        appended to `corrupt`; a hash without `mu` (or deleted since the SCAN) is skipped."""
         pattern = self.keys.match_players
         mus: list[float] = []
         for batch in _batches_of(self.client.scan_iter(match=pattern, count=_SCAN_COUNT)):
             pipe = self.client.pipeline(transaction=False)
             for key in batch:
                 pipe.hget(key, "mu")
-            mus.extend(_float(mu) for mu in pipe.execute() if mu is not None)
+            for key, value in zip(batch, pipe.execute(raise_on_error=False), strict=True):
+                mu = _mu(value)
+                if mu is not None:
+                    mus.append(mu)
+                elif value is not None and corrupt is not None:  # None: deleted since the SCAN
+                    corrupt.append(_text(key))
         return mus
 
 
-def _fenced(answer: Any) -> Any:
-    """A reconciliation script's answer; LeaseLost when the lease was not ours."""
-    if answer == scripts.NOT_HOLDER:
-        raise LeaseLost("lease lost while reconciling the active set")
-    return answer
-
-
-def _scores(reply: list[Any]) -> tuple[list[bytes], list[float]]:
+def _take(
+    members: list[Any], values: list[Any], mus: list[float], prefix: str, corrupt: list[str]
+) -> None:
+    """Append the μ of a page's members to `mus`, or the key of each one without a readable μ
+    to `corrupt`: all at once when every value is a finite float (the usual page), else one by
+    one."""
     try:
-        return raw.zset_scores(reply)
-    except (ValueError, TypeError, IndexError) as exc:
-        raise StateError(f"unreadable {{ns}}:active_mu reply: {exc}") from exc
+        got = list(map(float, values))  # TypeError: nil or an error reply; ValueError: no number
+    except (TypeError, ValueError):
+        pass
+    else:
+        if all(map(math.isfinite, got)):
+            mus += got
+            return
+    for member, value in zip(members, values, strict=True):
+        mu = _mu(value)
+        if mu is None:
+            corrupt.append(prefix + _text(member))
+        else:
+            mus.append(mu)
 
 
-def _float(raw: bytes | str) -> float:
+def _mu(value: Any) -> float | None:
+    """A hash's `mu` as the player codec writes it (the repr of a finite float), or None when it
+    is missing (nil), an error reply (the key holds another type), or not such a float."""
+    if not isinstance(value, bytes | str):
+        return None
     try:
-        return float(raw)
-    except ValueError as exc:
-        raise StateError(f"unreadable μ {raw!r}") from exc
+        mu = float(value)
+    except ValueError:
+        return None
+    return mu if math.isfinite(mu) else None
 
 
-def _batches(items: list[bytes]) -> list[list[bytes]]:
-    return [items[i : i + _SCRIPT_BATCH] for i in range(0, len(items), _SCRIPT_BATCH)]
+def _text(value: bytes | str) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else value
 
 
 def _batches_of(keys: Any) -> Any:

@@ -55,10 +55,11 @@ class Config:
     )
     """Prometheus port while `every` is set (0 or None: no server); one-shot runs serve none."""
     metrics_host: str = setting("0.0.0.0", env="ADR_METRICS_HOST", help="Prometheus bind address")
-    prune_chunk: int = setting(
-        5000, env="ADR_CALIBRATE_PRUNE_CHUNK", help="expired players removed per Lua call"
+    read_chunk: int = setting(
+        1000, env="ADR_CALIBRATE_READ_CHUNK", help="active players read per Lua call"
     )
-    """Expired players removed from `{ns}:active_mu` per Lua call (bounds how long Redis blocks)."""
+    """Members of A whose μ one read-only Lua call reads: bounds how long one call blocks Redis
+    (about 3 µs of Redis CPU per member measured, so about 3 ms a call; docs/benchmarks.md)."""
     kafka_timeout: float = setting(
         30.0, env="ADR_KAFKA_TIMEOUT", help="seconds to wait for the broker's ack"
     )
@@ -84,8 +85,8 @@ class Config:
             raise TierJobError(f"--every must be > 0 seconds, got {self.every}")
         if self.lease_ttl is not None and self.lease_ttl <= 0:
             raise TierJobError(f"--lease-ttl must be > 0 seconds, got {self.lease_ttl}")
-        if self.prune_chunk < 1 or self.kafka_timeout <= 0:
-            raise TierJobError("--prune-chunk must be >= 1 and --kafka-timeout > 0")
+        if self.read_chunk < 1 or self.kafka_timeout <= 0:
+            raise TierJobError("--read-chunk must be >= 1 and --kafka-timeout > 0")
 
     @property
     def lease_ttl_ms(self) -> int:

@@ -3,17 +3,17 @@
 `APPLY` is the consumer's atomic batch write (apply.lua; its argument layout is built by
 consumer._store). The others are the tier job's, and every write they make is fenced by its
 lease: a replica that paused past its lease's expiry finds another holder's id in the lease key,
-so its scripts change nothing (they answer NOT_HOLDER), and it cannot prune or overwrite a newer
-snapshot. `Fenced` calls them with their keys and arguments in order. `AROUND` is the
-leaderboard reader's (read-only).
+so its scripts change nothing (they answer NOT_HOLDER), and it cannot remove keys or overwrite a
+newer snapshot. `Fenced` calls them with their keys and arguments in order. `ACTIVE_PAGE` (the
+tier job's read of μ over A) and `AROUND` (the leaderboard reader's) are read-only.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib.resources
-from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Mapping
+from typing import Final
 
 import redis
 
@@ -31,9 +31,9 @@ RAISE_EPOCH: Final = _source("raise_epoch.lua")
 """The consumer's raise of the pool epoch when Redis holds less than it wrote (_epoch.py)."""
 LEASE_ACQUIRE: Final = _source("lease_acquire.lua")
 LEASE_RELEASE: Final = _source("lease_release.lua")
-PRUNE_STEP: Final = _source("prune_step.lua")
-DROP_INACTIVE: Final = _source("drop_inactive.lua")
-ADD_ACTIVE: Final = _source("add_active.lua")
+DROP_LEGACY: Final = _source("drop_legacy.lua")
+ACTIVE_PAGE: Final = _source("active_page.lua")
+"""One page of A with each member's μ (read-only, not fenced: tierjob/_population.py)."""
 PUBLISH: Final = _source("publish.lua")
 AROUND: Final = _source("around.lua")
 """The leaderboard reader's read of the players around one (read-only, not fenced)."""
@@ -52,31 +52,13 @@ class Fenced:
     def __init__(self, client: redis.Redis, keys: Keys, holder: str) -> None:
         self._keys = keys
         self._holder = holder
-        sources = (PRUNE_STEP, DROP_INACTIVE, ADD_ACTIVE, PUBLISH)
-        self._prune, self._drop, self._add, self._publish = map(client.register_script, sources)
+        self._drop_legacy, self._publish = map(client.register_script, (DROP_LEGACY, PUBLISH))
 
-    def prune_step(self, cutoff_ms: int, chunk: int) -> Any:
-        """prune_step.lua: [removed, scanned, upto, done]."""
+    def drop_legacy(self) -> int:
+        """drop_legacy.lua: how many of `{ns}:active_mu` and `{ns}:calib:pruned_to` (earlier
+        releases' keys) it unlinked, or NOT_HOLDER."""
         k = self._keys
-        return self._prune(
-            keys=[k.lease, k.activity, k.active_mu, k.pruned_to],
-            args=[self._holder, cutoff_ms, chunk],
-        )
-
-    def drop_inactive(self, cutoff_ms: int, ids: Sequence[bytes | str]) -> Any:
-        """drop_inactive.lua: how many of `ids` it removed from active_mu."""
-        k = self._keys
-        return self._drop(
-            keys=[k.lease, k.activity, k.active_mu], args=[self._holder, cutoff_ms, *ids]
-        )
-
-    def add_active(self, cutoff_ms: int, ids: Sequence[bytes | str]) -> Any:
-        """add_active.lua: the flat list id, mu of the players it added to active_mu."""
-        k = self._keys
-        return self._add(
-            keys=[k.lease, k.activity, k.active_mu],
-            args=[self._holder, cutoff_ms, k.player_prefix, *ids],
-        )
+        return int(self._drop_legacy(keys=[k.lease, k.active_mu, k.pruned_to], args=[self._holder]))
 
     def publish(self, previous_version: int, fields: Mapping[str, str]) -> int:
         """publish.lua with the snapshot codec's `fields`: the new version, NOT_HOLDER or

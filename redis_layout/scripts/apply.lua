@@ -1,14 +1,13 @@
 -- One batch of the consumer, applied atomically (docs/design.md, "Redis layout").
--- KEYS: offsets, outbox, lb, activity, active_mu, pop, tier_counts, watermarks, cooldown_due
+-- KEYS: offsets, outbox, lb, activity, pop, tier_counts, watermarks, cooldown_due
 --       (the zset index of releases before the buckets: only drained), due_buckets, epoch
 -- ARGV[1] the player key prefix ("{ns}:player:"); ARGV[2..12]: how many ARGV items each section
 -- below has; the sections follow in order. Every number is a decimal string (Lua numbers are
--- doubles and would lose int64 digits). Per player the script derives its rank, activity and
--- active-μ writes from the hash values, so the client sends each value once.
+-- doubles and would lose int64 digits). Per player the script derives its rank and activity
+-- writes from the hash values, so the client sends each value once.
 --   1 players  one msgpack array (or nothing) of PLAYER_ITEMS per player, all msgpack str: id,
 --              checked ver ("0" = no hash yet), new ver, then the hash values mu..state in
---              FIELD order (layout 2, redis_layout/player_codec.py), activity time ("" = none),
---              active "1"|"0"
+--              FIELD order (layout 2, redis_layout/player_codec.py), activity time ("" = none)
 --   2 offset checks partition, next|"", ...
 --   3 tier counts label, delta, ...   4 pop deltas: count, sigma_hi, sigma_lo
 --   5 cooldowns key, ts, ...          6 offsets partition, next, ...
@@ -37,7 +36,7 @@
 -- an error reply WRONGTYPE/BADVALUE when a key is in the way (then nothing is written either).
 local FIELD = {'mu', 'sigma', 'n', 'last_ts', 'tier', 'window', 'state'}
 local V1_ONLY = {'streak', 'phi', 'pool', 'h_up', 'h_down', 'recent'}  -- layout 1's, not 2's
-local PLAYER_ITEMS = 12  -- id, checked ver, new ver, 7 values, activity time, active
+local PLAYER_ITEMS = 11  -- id, checked ver, new ver, 7 values, activity time
 local CHUNK = 2000       -- stay far below Lua's limit on unpack() arguments
 
 local prefix = ARGV[1]
@@ -76,8 +75,7 @@ for i = 1, #P, PLAYER_ITEMS do
     return {1, 'player', prefix .. P[i]}
   end
 end
-local KIND = {'hash', 'stream', 'zset', 'zset', 'zset', 'hash', 'hash', 'hash', 'zset', 'zset',
-  'string'}
+local KIND = {'hash', 'stream', 'zset', 'zset', 'hash', 'hash', 'hash', 'zset', 'zset', 'string'}
 for k = 1, #KIND do
   local err = wrongtype(KEYS[k], KIND[k])
   if err then return err end
@@ -122,8 +120,8 @@ for i = first, last, 2 do
   end
 end
 first = section(11)
-if (redis.call('GET', KEYS[11]) or '0') ~= ARGV[first] then
-  return {1, 'epoch', KEYS[11]}
+if (redis.call('GET', KEYS[10]) or '0') ~= ARGV[first] then
+  return {1, 'epoch', KEYS[10]}
 end
 first, last = section(10)
 local ids = {}
@@ -144,15 +142,15 @@ local function counter(key, field)  -- HINCRBY fails on anything but a 64-bit in
 end
 first, last = section(3)
 for i = first, last, 2 do
-  local err = counter(KEYS[7], ARGV[i])
+  local err = counter(KEYS[6], ARGV[i])
   if err then return err end
 end
 for _, field in ipairs({'count', 'sigma_hi', 'sigma_lo'}) do
-  local err = counter(KEYS[6], field)
+  local err = counter(KEYS[5], field)
   if err then return err end
 end
 
-local lb, activity, active, inactive = {}, {}, {}, {}
+local lb, activity = {}, {}
 local function add(t, a, b)
   t[#t + 1] = a
   if b then t[#t + 1] = b end
@@ -168,10 +166,7 @@ for i = 1, #P, PLAYER_ITEMS do
   if added > 0 and added < 8 then redis.call('HDEL', key, unpack(V1_ONLY)) end
   if P[v + 5] ~= '' then add(lb, mu, id) end
   local since = P[i + 10]
-  if since ~= '' then
-    add(activity, since, id)
-    if P[i + 11] == '1' then add(active, mu, id) else add(inactive, id) end
-  end
+  if since ~= '' then add(activity, since, id) end
 end
 
 local function bulk(cmd, key, items)  -- key nil: the items are the command's whole arguments
@@ -185,15 +180,13 @@ local function bulk(cmd, key, items)  -- key nil: the items are the command's wh
 end
 bulk('ZADD', KEYS[3], lb)
 bulk('ZADD', KEYS[4], activity)
-bulk('ZADD', KEYS[5], active)
-bulk('ZREM', KEYS[5], inactive)
 
 first, last = section(3)
-for i = first, last, 2 do redis.call('HINCRBY', KEYS[7], ARGV[i], ARGV[i + 1]) end
+for i = first, last, 2 do redis.call('HINCRBY', KEYS[6], ARGV[i], ARGV[i + 1]) end
 first = section(4)
 local pop = {'count', 'sigma_hi', 'sigma_lo'}
 for j = 0, 2 do
-  if ARGV[first + j] ~= '0' then redis.call('HINCRBY', KEYS[6], pop[j + 1], ARGV[first + j]) end
+  if ARGV[first + j] ~= '0' then redis.call('HINCRBY', KEYS[5], pop[j + 1], ARGV[first + j]) end
 end
 -- The cooldown and event-id records: one MSET per chunk, and one RPUSH per bucket and chunk
 -- into their index, not a call per key (each redis.call costs Redis about as much as the SET it
@@ -205,13 +198,13 @@ first, last = section(10)
 for i = first, last, 3 do add(records, ARGV[i], ARGV[i + 1]) end
 bulk('MSET', nil, records)
 first, last = section(5)
-if last >= first and redis.call('EXISTS', KEYS[9]) == 1 then
+if last >= first and redis.call('EXISTS', KEYS[8]) == 1 then
   -- A cooldown key counted again leaves the zset index of earlier releases (while it still
   -- exists): an instance still running that release sweeps by its stale score, and would delete
   -- the key before its new ts passed the horizon (a rolling upgrade runs both releases at once).
   local renewed = {}
   for i = first, last, 2 do renewed[#renewed + 1] = ARGV[i] end
-  bulk('ZREM', KEYS[9], renewed)
+  bulk('ZREM', KEYS[8], renewed)
 end
 local registry = {}
 for _, e in ipairs(ends) do
@@ -219,7 +212,7 @@ for _, e in ipairs(ends) do
   if id_index[e] then bulk('RPUSH', ID_BUCKET .. e, id_index[e]) end
   add(registry, e, e)
 end
-bulk('ZADD', KEYS[10], registry)
+bulk('ZADD', KEYS[9], registry)
 local records_written = #records / 2
 first, last = section(6)
 for i = first, last, CHUNK do
@@ -229,13 +222,13 @@ first, last = section(7)
 for i = first, last do redis.call('XADD', KEYS[2], '*', 'm', ARGV[i]) end
 first, last = section(8)
 for i = first, last, CHUNK do
-  redis.call('HSET', KEYS[8], unpack(ARGV, i, math.min(i + CHUNK - 1, last)))
+  redis.call('HSET', KEYS[7], unpack(ARGV, i, math.min(i + CHUNK - 1, last)))
 end
 
 first = section(9)
 local horizon = tonumber(ARGV[first + 1])
 local low = nil
-for _, w in ipairs(redis.call('HVALS', KEYS[8])) do
+for _, w in ipairs(redis.call('HVALS', KEYS[7])) do
   local t = tonumber(w)  -- a value that is no number holds nothing back
   if t ~= nil and (low == nil or t < low) then low = t end
 end
@@ -269,7 +262,7 @@ local function expire(names, cooldowns)
   budget = budget - #names
 end
 -- The zset index of earlier releases, drained by the same rule.
-local legacy = redis.call('ZRANGEBYSCORE', KEYS[9], '-inf', cut, 'LIMIT', 0, budget)
+local legacy = redis.call('ZRANGEBYSCORE', KEYS[8], '-inf', cut, 'LIMIT', 0, budget)
 if #legacy > 0 then
   local cds, ids_ = {}, {}
   for _, key in ipairs(legacy) do
@@ -277,10 +270,10 @@ if #legacy > 0 then
   end
   expire(cds, true)
   expire(ids_, false)
-  bulk('ZREM', KEYS[9], legacy)
+  bulk('ZREM', KEYS[8], legacy)
 end
 if budget <= 0 then return {0} end
-local due = redis.call('ZRANGEBYSCORE', KEYS[10], '-inf', cut, 'LIMIT', 0, budget)
+local due = redis.call('ZRANGEBYSCORE', KEYS[9], '-inf', cut, 'LIMIT', 0, budget)
 for _, e in ipairs(due) do
   local emptied = 0
   for _, kind in ipairs({CD_BUCKET, ID_BUCKET}) do
@@ -296,7 +289,7 @@ for _, e in ipairs(due) do
       end
     end
   end
-  if emptied == 2 then redis.call('ZREM', KEYS[10], e) end
+  if emptied == 2 then redis.call('ZREM', KEYS[9], e) end
   if budget <= 0 then break end
 end
 return {0}

@@ -81,7 +81,7 @@ def test_a_flood_of_new_ids_stops_at_max_players_and_dead_letters_the_rest(
     assert len(list(client.scan_iter(match=keys.match_players, count=1000))) == MAX_PLAYERS
     # Redis holds players, cooldown pairs and counted ids (each indexed for the event-time sweep)
     # and the pool's fixed keys: nothing per arena.
-    fixed = {keys.lb, keys.activity, keys.active_mu, keys.pop, keys.outbox, keys.snapshot,
+    fixed = {keys.lb, keys.activity, keys.pop, keys.outbox, keys.snapshot,
              keys.tier_counts, keys.offsets(topic), keys.watermarks(topic),
              keys.due_buckets}  # fmt: skip
     buckets = [int(e) for e in client.zrange(keys.due_buckets, 0, -1)]

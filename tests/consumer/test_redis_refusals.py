@@ -166,11 +166,7 @@ def test_oom_readonly_masterdown_and_busy_are_retried_and_nothing_is_lost(
     [
         # a key the script writes after the players' hashes: without the check before the first
         # write, the players would be written and the offsets not
-        (
-            "active_mu",
-            lambda c, k: c.set(k.active_mu, "planted"),
-            lambda c, k: c.delete(k.active_mu),
-        ),
+        ("lb", lambda c, k: c.set(k.lb, "planted"), lambda c, k: c.delete(k.lb)),
         ("outbox", lambda c, k: c.set(k.outbox, "planted"), lambda c, k: c.delete(k.outbox)),
         (
             "tier_count_not_integer",

@@ -1,6 +1,6 @@
-"""The raw pipelined connection (redis_layout.raw) on a real Redis: error replies, MULTI/EXEC
-replies without redis-py's callbacks, a script call that survives Redis forgetting it, and
-`read_replies` (replies taken from hiredis' buffer) answering as redis-py's read_response does."""
+"""The raw pipelined connection (redis_layout.raw) on a real Redis: error replies, a script call
+that survives Redis forgetting it, and `read_replies` (replies taken from hiredis' buffer)
+answering as redis-py's read_response does."""
 
 from __future__ import annotations
 
@@ -19,8 +19,6 @@ from redis_layout.raw import (
     read_replies,
     read_reply,
     send_packed,
-    transaction,
-    zset_scores,
 )
 
 
@@ -44,31 +42,6 @@ def test_pipelined_answers_wrongtype_as_a_value_and_leaves_the_pool_usable(
         assert pipelined(redis_client, [_pack("GET", keys.lb)]) == [b"not a zset"]
     finally:
         redis_client.delete(keys.lb)
-
-
-def test_transaction_replies_raw_and_zset_scores_reads_them(
-    redis_client: redis.Redis, unique_name: Callable[..., str]
-) -> None:
-    keys = Keys(unique_name("raw"))
-    redis_client.zadd(keys.active_mu, {"a": 1000.5, "b": -0.25})
-    try:
-        count, members = transaction(
-            redis_client,
-            [("ZCARD", keys.active_mu), ("ZRANGE", keys.active_mu, 0, -1, "WITHSCORES")],
-        )
-        assert count == 2
-        assert zset_scores(members) == ([b"b", b"a"], [-0.25, 1000.5])
-        redis_client.set(keys.lb, "x")
-        with pytest.raises(redis.ResponseError, match="WRONGTYPE"):
-            transaction(redis_client, [("ZCARD", keys.lb)])
-    finally:
-        redis_client.delete(keys.active_mu, keys.lb)
-
-
-def test_zset_scores_reads_resp2_and_resp3_forms() -> None:
-    assert zset_scores([b"a", b"1.5", b"b", b"2"]) == ([b"a", b"b"], [1.5, 2.0])
-    assert zset_scores([[b"a", 1.5], [b"b", 2.0]]) == ([b"a", b"b"], [1.5, 2.0])
-    assert zset_scores([]) == ([], [])
 
 
 @pytest.mark.parametrize(

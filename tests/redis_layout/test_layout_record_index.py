@@ -44,7 +44,7 @@ def _call(
         [x for record in ids for x in record],
         ["0"],
     ]
-    names = (keys.offsets("t"), keys.outbox, keys.lb, keys.activity, keys.active_mu, keys.pop,
+    names = (keys.offsets("t"), keys.outbox, keys.lb, keys.activity, keys.pop,
              keys.tier_counts, keys.watermarks("t"), keys.cooldown_due,
              keys.due_buckets, keys.epoch)  # fmt: skip
     args: list[object] = [keys.player(""), *(len(s) for s in sections)]

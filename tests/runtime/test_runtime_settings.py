@@ -268,7 +268,7 @@ def test_the_services_keep_their_variables() -> None:
         "lease_ttl": "ADR_CALIBRATE_LEASE_TTL",
         "metrics_port": "ADR_METRICS_PORT",
         "metrics_host": "ADR_METRICS_HOST",
-        "prune_chunk": "ADR_CALIBRATE_PRUNE_CHUNK",
+        "read_chunk": "ADR_CALIBRATE_READ_CHUNK",
         "kafka_timeout": "ADR_KAFKA_TIMEOUT",
         "holder_id": "ADR_INSTANCE_ID",
     }

@@ -67,8 +67,7 @@ def write_players(
     client: redis.Redis, keys: Keys, players: Mapping[str, PlayerState], params: Params
 ) -> None:
     """What the consumer's atomic write leaves for these players (the fields the job reads):
-    the hash's μ, `{ns}:activity` when n >= n_active, and `{ns}:active_mu` when the player is
-    active at its own last event (else removed), as docs/design.md's Redis layout says."""
+    the hash's μ and `{ns}:activity` when n >= n_active, as docs/design.md's Redis layout says."""
     pipe = client.pipeline(transaction=True)
     for pid, state in players.items():
         pipe.hset(keys.player(pid), mapping={"mu": repr(state.mu), "n": str(state.n)})
@@ -76,11 +75,6 @@ def write_players(
         if since is None:
             continue
         pipe.zadd(keys.activity, {pid: since})
-        assert state.last_ts is not None
-        if is_active(state, state.last_ts, params):
-            pipe.zadd(keys.active_mu, {pid: repr(state.mu)})
-        else:
-            pipe.zrem(keys.active_mu, pid)
     pipe.execute()
 
 

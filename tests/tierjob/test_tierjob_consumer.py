@@ -134,7 +134,7 @@ def test_the_consumer_uses_a_published_snapshot_at_its_next_batch(
         result = job.run_once()
         snapshot = result.snapshot
         assert result.outcome == "published" and snapshot is not None
-        # The consumer's activity index and active_mu give the engine's snapshot.
+        # The consumer's activity index and player hashes give the engine's snapshot.
         assert snapshot == expected_snapshot(oracle.players, result.now_ms, None, PARAMS)
         assert snapshot.active_count == 30 and snapshot.boundaries is not None
         assert snapshot.mean_mu_active != PARAMS.mu0

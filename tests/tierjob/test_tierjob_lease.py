@@ -63,7 +63,7 @@ def test_a_standby_takes_over_once_the_lease_expires(redis_client: redis.Redis, 
     assert second.snapshot == expected_snapshot(seeded_players(), T0 + 2, first.snapshot, PARAMS)
 
 
-def test_a_paused_replica_cannot_prune_or_publish(redis_client: redis.Redis, ns: str) -> None:
+def test_a_paused_replica_cannot_unlink_or_publish(redis_client: redis.Redis, ns: str) -> None:
     keys = Keys.of(ns)
     a = replica(redis_client, ns, "a")
     published = a.run_once(T0)
@@ -73,10 +73,11 @@ def test_a_paused_replica_cannot_prune_or_publish(redis_client: redis.Redis, ns:
     stale = RedisPublisher(redis_client, keys, "a")
     with pytest.raises(LeaseLost):
         stale.publish(published.snapshot, previous_version=1)
+    redis_client.set(keys.pruned_to, "1")  # an earlier release's key: only the holder unlinks
     with pytest.raises(LeaseLost):
-        PopulationReader(redis_client, keys, "a", 100).prune(T0 + 10**10)
+        PopulationReader(redis_client, keys, "a", 100).read(T0 - 10**10)
     assert version(redis_client, ns) == 1
-    assert redis_client.zcard(keys.active_mu) == 40
+    assert redis_client.get(keys.pruned_to) == b"1"
     assert a.run_once(T0 + 1).outcome == "not_holder"
 
 
@@ -103,7 +104,7 @@ def test_release_gives_up_only_ones_own_lease(redis_client: redis.Redis, ns: str
 
 
 def spread_activity(client: redis.Redis, keys: Keys) -> None:
-    """40 active players with distinct activity times (ties would share one prune chunk)."""
+    """40 active players with distinct activity times."""
     players = {
         f"s{i}": player(PARAMS, 1000.0 + i, tuple(T0 - 1000 * i - j for j in range(5)))
         for i in range(40)
@@ -111,9 +112,9 @@ def spread_activity(client: redis.Redis, keys: Keys) -> None:
     write_players(client, keys, players, PARAMS)
 
 
-def test_a_long_prune_renews_the_lease_between_chunks(redis_client: redis.Redis, ns: str) -> None:
+def test_a_long_read_renews_the_lease_between_pages(redis_client: redis.Redis, ns: str) -> None:
     keys = Keys.of(ns)
-    redis_client.delete(keys.activity, keys.active_mu)
+    redis_client.delete(keys.activity)  # only these 40 are active
     spread_activity(redis_client, keys)
     lease = replica(redis_client, ns, "a").lease
     assert lease.hold()
@@ -124,16 +125,17 @@ def test_a_long_prune_renews_the_lease_between_chunks(redis_client: redis.Redis,
         return lease.hold()
 
     reader = PopulationReader(redis_client, keys, "a", 3, renew=renew)
-    assert reader.prune(T0 + 8 * 86_400_000) == 40  # all 40 expired, 3 per Lua call
+    population = reader.read(T0 - 8 * 86_400_000)
+    assert population.active_mus == [1000.0 + i for i in range(40)]
+    assert population.pages == 14  # 3 per Lua call, the last one short
     assert len(renewals) == 13
 
 
-def test_a_prune_stops_when_the_renewal_fails(redis_client: redis.Redis, ns: str) -> None:
+def test_a_read_stops_when_the_renewal_fails(redis_client: redis.Redis, ns: str) -> None:
     keys = Keys.of(ns)
-    redis_client.delete(keys.activity, keys.active_mu)
+    redis_client.delete(keys.activity)  # only these 40 are active
     spread_activity(redis_client, keys)
     assert replica(redis_client, ns, "a").lease.hold()
     reader = PopulationReader(redis_client, keys, "a", 3, renew=lambda: False)
     with pytest.raises(LeaseLost):
-        reader.prune(T0 + 8 * 86_400_000)
-    assert redis_client.zcard(keys.active_mu) == 37
+        reader.read(T0 - 8 * 86_400_000)

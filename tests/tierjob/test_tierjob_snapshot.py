@@ -1,12 +1,13 @@
 """The job's snapshot equals engine.take_snapshot on the same state (real Redis).
 
 The expected value is the engine's function on the players themselves, with A decided by
-engine.is_active, so the job's pruning, counting and reconciliation are checked against the
-definition, not against themselves.
+engine.is_active, so the job's paged read of A and of each member's μ is checked against the
+definition, not against itself.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 
 import msgspec
@@ -23,10 +24,12 @@ from _tierjob_support import (
 )
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from prometheus_client import CollectorRegistry
 
 from engine import Params, PlayerState, boundary_targets
 from redis_layout import Keys, decode_snapshot
-from tierjob import Calibrator, Config
+from tierjob import Calibrator, Config, LeaseLost, PopulationReader
+from tierjob._metrics import Metrics
 
 PARAMS = Params()
 
@@ -121,7 +124,6 @@ def test_fewer_than_p_min_active_keeps_the_boundaries(redis_client: redis.Redis,
     result = job.run_once(later)
     assert result.snapshot == want
     assert want.boundaries == first.boundaries
-    assert result.population is not None and result.population.expired > 0
 
 
 def test_fewer_than_p_min_on_the_first_run_publishes_no_boundaries(
@@ -173,72 +175,128 @@ def test_active_means_strictly_later_than_now_minus_t_active(
 
     assert result.snapshot == expected_snapshot(players, T0, None, PARAMS)
     assert result.snapshot is not None and result.snapshot.active_count == 25
-    assert redis_client.zscore(Keys.of(ns).active_mu, "edge") is None
 
 
-def test_each_prune_handles_only_the_newly_expired(redis_client: redis.Redis, ns: str) -> None:
-    keys = Keys.of(ns)
-    players, job = populated_job(redis_client, ns, random.Random(6), 200, T0, 1.0)
-    times = [T0, T0 + DAY_MS, T0 + DAY_MS, T0 + 3 * DAY_MS]
-    previous = None
-    for now in times:
-        result = job.run_once(now)
-        assert result.population is not None
-        assert result.snapshot == expected_snapshot(players, now, previous, PARAMS)
-        previous = result.snapshot
-        assert not result.population.reconciled
-        assert redis_client.get(keys.pruned_to) == str(now - PARAMS.active_ms).encode()
-    expired_total = sum(1 for s in players.values() if s.recent[0] <= times[-1] - PARAMS.active_ms)
-    assert redis_client.zcard(keys.active_mu) == len(players) - expired_total
-
-
-def test_prune_counts_only_players_expired_since_the_last_run(
+def test_each_run_reads_exactly_the_players_active_at_its_now(
     redis_client: redis.Redis, ns: str
 ) -> None:
-    players, job = populated_job(redis_client, ns, random.Random(7), 300, T0, 1.0)
-    job.run_once(T0)
-    for a, b in [(T0, T0 + DAY_MS), (T0 + DAY_MS, T0 + DAY_MS), (T0 + DAY_MS, T0 + 4 * DAY_MS)]:
-        lo, hi = a - PARAMS.active_ms, b - PARAMS.active_ms
-        newly = sum(1 for s in players.values() if lo < s.recent[0] <= hi)
-        result = job.run_once(b)
-        assert result.population is not None and result.population.expired == newly
+    players, job = populated_job(redis_client, ns, random.Random(6), 200, T0, 1.0)
+    previous = None
+    for now in [T0, T0 + DAY_MS, T0 + DAY_MS, T0 + 3 * DAY_MS]:
+        result = job.run_once(now)
+        assert result.snapshot == expected_snapshot(players, now, previous, PARAMS)
+        previous = result.snapshot
 
 
-def test_a_late_event_that_left_an_expired_player_is_reconciled(
+def test_a_read_in_pages_of_one_gives_the_same_snapshot_with_tied_activity_times(
+    redis_client: redis.Redis, ns: str
+) -> None:
+    """Members that share an activity time straddle pages: each is read once."""
+    keys = Keys.of(ns)
+    cutoff = T0 - PARAMS.active_ms
+    players = {
+        f"t{i}": player(PARAMS, 1000.0 + 7 * i, tuple(cutoff + 1 + (i % 4) * 10 for _ in range(5)))
+        for i in range(30)
+    }
+    write_players(redis_client, keys, players, PARAMS)
+    for chunk in (1, 2, 3, 7, 1000):
+        reader = PopulationReader(redis_client, keys, "a", chunk)
+        assert redis_client.set(keys.lease, "a")
+        population = reader.read(cutoff)
+        want = sorted(s.mu for s in players.values())
+        assert population.active_mus == want
+        assert population.pages >= len(players) // chunk
+
+
+def test_a_late_event_that_left_an_expired_player_is_not_in_a(
     redis_client: redis.Redis, ns: str
 ) -> None:
     keys = Keys.of(ns)
     players, job = populated_job(redis_client, ns, random.Random(8), 80, T0, 0.7)
     first = job.run_once(T0).snapshot
 
-    # A late event: active at its own time, expired at the job's now; the consumer adds it.
+    # A late event: active at its own time, expired at the job's now.
     late = {"late": player(PARAMS, 3999.0, tuple(T0 - 8 * DAY_MS + j for j in range(5)))}
     players |= late
     write_players(redis_client, keys, late, PARAMS)
-    assert redis_client.zscore(keys.active_mu, "late") is not None
 
     now = T0 + 60_000
     result = job.run_once(now)
     assert result.snapshot == expected_snapshot(players, now, first, PARAMS)
-    assert result.population is not None
-    assert (result.population.reconciled, result.population.dropped) == (True, 1)
-    assert redis_client.zscore(keys.active_mu, "late") is None
-    assert job.run_once(now).population.reconciled is False  # type: ignore[union-attr]
 
 
-def test_an_active_player_missing_from_active_mu_is_added_with_its_mu(
-    redis_client: redis.Redis, ns: str
+@pytest.mark.parametrize(
+    ("what", "plant"),
+    [
+        ("no hash", lambda c, key: c.delete(key)),
+        ("hash without mu", lambda c, key: c.hdel(key, "mu")),
+        ("mu not a float", lambda c, key: c.hset(key, "mu", "12,5")),
+        ("mu not finite", lambda c, key: c.hset(key, "mu", "nan")),
+        ("mu infinite", lambda c, key: c.hset(key, "mu", "-inf")),
+        ("another type", lambda c, key: (c.delete(key), c.set(key, "1500.0"))),
+    ],
+)
+def test_an_active_player_without_a_readable_mu_is_skipped_counted_and_logged(
+    redis_client: redis.Redis,
+    ns: str,
+    what: str,
+    plant,
+    caplog,  # type: ignore[no-untyped-def]
 ) -> None:
     keys = Keys.of(ns)
     players = populate(redis_client, ns, random.Random(9), 60, T0, 0.9)
-    gone = next(p for p, s in players.items() if s.recent[0] > T0 - PARAMS.active_ms)
-    redis_client.zrem(keys.active_mu, gone)
+    bad = next(p for p, s in players.items() if s.recent[0] > T0 - PARAMS.active_ms)
+    plant(redis_client, keys.player(bad))
+    del players[bad]
+    registry = CollectorRegistry()
+    metrics = Metrics(registry)
+
+    with caplog.at_level(logging.WARNING, logger="adr.calibrate"):
+        result = calibrator(redis_client, ns).run_once(T0)
+    metrics.observe(result)
+
+    assert result.snapshot == expected_snapshot(players, T0, None, PARAMS), what
+    assert result.population is not None and result.population.corrupt == 1
+    assert result.summary()["corrupt_players"] == 1
+    sample = registry.get_sample_value("adr_corrupt_state_total", {"what": "player"})
+    assert sample == 1.0
+    logged = [r for r in caplog.records if r.getMessage() == "players skipped: no readable mu"]
+    assert [r.keys for r in logged] == [[keys.player(bad)]]  # type: ignore[attr-defined]
+
+
+def test_the_fallback_skips_and_counts_an_unreadable_mu(redis_client: redis.Redis, ns: str) -> None:
+    keys = Keys.of(ns)
+    players = population(random.Random(11), 20, T0, 0.0)
+    write_players(redis_client, keys, players, PARAMS)
+    redis_client.hset(keys.player("p3"), "mu", "inf")
+    del players["p3"]
 
     result = calibrator(redis_client, ns).run_once(T0)
 
     assert result.snapshot == expected_snapshot(players, T0, None, PARAMS)
-    assert result.population is not None and result.population.added == 1
-    assert redis_client.zscore(keys.active_mu, gone) == players[gone].mu
+    assert result.population is not None and result.population.corrupt == 1
+
+
+def test_the_keys_of_earlier_releases_are_unlinked_under_the_lease(
+    redis_client: redis.Redis, ns: str
+) -> None:
+    keys = Keys.of(ns)
+    players, job = populated_job(redis_client, ns, random.Random(12), 50, T0, 0.8)
+    redis_client.zadd(keys.active_mu, {"p0": 1.0, "stale": 2.0})
+    redis_client.set(keys.pruned_to, str(T0 - 10 * DAY_MS))
+
+    result = job.run_once(T0)
+
+    assert result.snapshot == expected_snapshot(players, T0, None, PARAMS)
+    assert result.population is not None and result.population.legacy_removed == 2
+    assert redis_client.exists(keys.active_mu, keys.pruned_to) == 0
+    again = job.run_once(T0 + 1).population
+    assert again is not None and again.legacy_removed == 0
+    redis_client.set(keys.lease, "other")  # a paused replica unlinks nothing
+    redis_client.zadd(keys.active_mu, {"p0": 1.0})
+    with pytest.raises(LeaseLost):
+        PopulationReader(redis_client, keys, "a", 100).drop_legacy()
+    assert redis_client.exists(keys.active_mu) == 1
 
 
 def test_a_replica_whose_clock_is_behind_still_sees_exactly_a(
@@ -249,7 +307,6 @@ def test_a_replica_whose_clock_is_behind_still_sees_exactly_a(
     behind = T0 + DAY_MS
     result = job.run_once(behind)
     assert result.snapshot == expected_snapshot(players, behind, ahead, PARAMS)
-    assert result.population is not None and result.population.added > 0
 
 
 # Small p_min, so that few players exercise boundaries, fallbacks and smoothing alike.
@@ -279,7 +336,8 @@ def test_property_every_run_equals_the_engine_snapshot(
     redis_client: redis.Redis, unique_name, start, steps
 ) -> None:  # type: ignore[no-untyped-def]
     keys = Keys.of(unique_name("tjp"))
-    job = Calibrator(redis_client, Config(namespace=keys.namespace, params=SMALL))
+    # Pages of 2 members: A straddles pages (and ties of activity time do) in most examples.
+    job = Calibrator(redis_client, Config(namespace=keys.namespace, params=SMALL, read_chunk=2))
     players: dict[str, PlayerState] = {}
     now = T0
     previous = None
@@ -297,7 +355,7 @@ def test_property_every_run_equals_the_engine_snapshot(
             write_players(redis_client, keys, new, SMALL)
             result = job.run_once(now)
             assert result.population is not None
-            event(f"reconciled={result.population.reconciled}")
+            event(f"pages>1={result.population.pages > 1}")
             event(f"fallback={bool(result.population.fallback_mus)}")
             want = expected_snapshot(players, now, previous, SMALL)
             assert result.snapshot == want
@@ -317,3 +375,43 @@ def test_either_redis_protocol_reads_the_same_snapshot(
     finally:
         client.close()
     assert result.snapshot == expected_snapshot(players, T0, None, PARAMS)
+
+
+def test_writes_between_pages_give_each_player_once_with_a_committed_mu(
+    redis_client: redis.Redis, ns: str
+) -> None:
+    """The consumer writes while the job reads page by page (here: between pages, from the
+    renewal hook): a player whose activity time moves past the cursor is read once, a μ changed
+    mid-read counts with its old or its new value, one that joins A may be read or not."""
+    keys = Keys.of(ns)
+    cutoff = T0 - PARAMS.active_ms
+    players = {
+        f"s{i:02}": player(PARAMS, 100.0 * i, tuple(cutoff + 1000 * (i + 1) for _ in range(5)))
+        for i in range(30)
+    }
+    write_players(redis_client, keys, players, PARAMS)
+    redis_client.set(keys.lease, "a")
+    writes = iter(
+        [
+            # s00 (read on page 1) plays again: its activity time jumps past the cursor
+            {"s00": played(PARAMS, players["s00"], 5000.0, tuple(T0 for _ in range(5)))},
+            # s20 (not read yet) is rated: μ 20000.0 instead of 2000.0
+            {"s20": msgspec.structs.replace(players["s20"], mu=20000.0)},
+            # a newcomer joins A
+            {"new": player(PARAMS, 7777.0, tuple(T0 for _ in range(5)))},
+        ]
+    )
+
+    def write_between_pages() -> bool:
+        write_players(redis_client, keys, next(writes, {}), PARAMS)
+        return True
+
+    reader = PopulationReader(redis_client, keys, "a", 4, renew=write_between_pages)
+    mus = reader.read(cutoff).active_mus
+
+    assert len(mus) in (30, 31)  # each of the 30 once; the newcomer maybe
+    assert (0.0 in mus) != (5000.0 in mus)  # s00: once, old or new μ
+    assert (2000.0 in mus) != (20000.0 in mus)  # s20: once, old or new μ
+    assert set(mus) - {0.0, 5000.0, 2000.0, 20000.0, 7777.0} == {
+        100.0 * i for i in range(1, 30) if i != 20
+    }
