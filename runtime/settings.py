@@ -303,10 +303,10 @@ def read_config_file(
     values: dict[str, Any] = {}
     for where, items in ((None, table), (section, own or {})):
         for key, value in items.items():
-            if where is None and key in SHARED_TABLES and not isinstance(value, dict):
-                raise SettingsError(f"config file {path}: {key} must be a table, [{key}]")
+            if where is None and key in SHARED_TABLES:
+                continue  # read and checked by read_shared_tables
             if where is None and isinstance(value, dict):
-                if key in tables or key in SHARED_TABLES:
+                if key in tables:
                     continue  # a service's table: its own, read next, or another's
                 raise SettingsError(
                     f"config file {path}: unknown table [{key}]{hint if tables else ''}"
