@@ -89,7 +89,7 @@ class Plan:
 
     players: list[str | msgspec.Raw] = dataclasses.field(default_factory=list)
     """Per changed player, the 11 items of PLAYER_ITEMS in redis_layout/scripts/apply.lua: id,
-    checked ver, new ver, the hash values (FIELDS order, without ver; see `script_values`),
+    checked ver, new ver, the hash values (FIELDS order, without ver; see `script_items`),
     activity time ("" = none). The write sends them as one msgpack array."""
     states: Entries = dataclasses.field(default_factory=Entries)
     """player -> (state, ver) as the write leaves it, for every player the batch changed."""

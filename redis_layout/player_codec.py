@@ -154,16 +154,10 @@ def player_values(state: PlayerState) -> list[str | bytes]:
     return list(_values(state))
 
 
-def script_values(state: PlayerState) -> list[str | msgspec.Raw]:
+def script_items(state: PlayerState) -> tuple[str, str, str, str, str, Raw, Raw]:
     """`player_values` as items of the write script's msgpack players section: `window` and
     `state` become msgpack str holding the same bytes (Redis's cmsgpack cannot read the bin
-    type)."""
-    return list(script_items(state))
-
-
-def script_items(state: PlayerState) -> tuple[str, str, str, str, str, Raw, Raw]:
-    """`script_values` as a fixed-length tuple: compiled, returned by value (no list or tuple
-    object), for rate_batch's hash values to unpack."""
+    type). A fixed-length tuple: compiled, returned by value, for rate_batch to unpack."""
     mu, sigma, n, last_ts, tier, window, packed = _values(state)
     return mu, sigma, n, last_ts, tier, msgpack_str(window), msgpack_str(packed)
 

@@ -50,7 +50,7 @@ import random, sys, msgspec
 from runtime import compiled
 assert compiled.activate().startswith(sys.argv[1]), compiled.state()
 from engine import Params, initial_snapshot, new_player, profile_overrides, rate_kill, sigma_units
-from redis_layout.player_codec import player_values, script_values
+from redis_layout.player_codec import player_values, script_items
 DAY = 86_400_000
 rng = random.Random(20261204)
 params = Params.from_overrides({**profile_overrides(sys.argv[2]), "n_active": "3", "window": "6"})
@@ -65,7 +65,7 @@ for i in range(20_000):
     a, b = rng.sample(sorted(states), 2)
     kill = rate_kill(states[a], states[b], at, total, len(states), snapshot, params)
     states[a], states[b], total = kill.attacker, kill.victim, total + kill.sigma_units_delta
-    out.append((kill.p_ab, msgspec.msgpack.encode(script_values(kill.attacker))))
+    out.append((kill.p_ab, msgspec.msgpack.encode(list(script_items(kill.attacker)))))
 out.append([(player, state, player_values(state)) for player, state in sorted(states.items())])
 sys.stdout.buffer.write(msgspec.msgpack.encode(out))
 """

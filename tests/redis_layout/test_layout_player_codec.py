@@ -25,7 +25,7 @@ from redis_layout.player_codec import (
     float_text,
     msgpack_str,
     player_values,
-    script_values,
+    script_items,
 )
 
 _floats = st.floats(allow_nan=False, allow_infinity=False)
@@ -76,9 +76,9 @@ _UNPACK = "return cmsgpack.unpack(ARGV[1])"
 def test_the_write_script_reads_the_same_hash_values_from_its_msgpack_section(
     redis_client, state: PlayerState
 ) -> None:  # type: ignore[no-untyped-def]
-    """What Redis's own cmsgpack makes of `script_values` is, byte for byte, what HSET of
+    """What Redis's own cmsgpack makes of `script_items` is, byte for byte, what HSET of
     `player_values` stores (`state` travels as msgpack str, not bin)."""
-    read = redis_client.eval(_UNPACK, 0, msgspec.msgpack.encode(script_values(state)))
+    read = redis_client.eval(_UNPACK, 0, msgspec.msgpack.encode(list(script_items(state))))
     want = [v if isinstance(v, bytes) else v.encode() for v in player_values(state)]
     assert read == want
 
