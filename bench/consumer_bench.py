@@ -51,6 +51,7 @@ from engine import Params, initial_snapshot, is_duplicate, new_player, rate_kill
 from loadgen import SimConfig, generate
 from redis_layout import Keys
 from redis_layout.player_codec import READ_FIELDS, decode_player, encode_player, encode_player_v1
+from redis_layout.raw import send_packed
 from runtime import KafkaSettings, add_kafka_arguments, kafka_settings_from_args
 from runtime.kafka_produce import produce_waiting
 from schemas import decode_kill_event
@@ -237,9 +238,9 @@ def raw_redis(redis_url: str, n: int, players: int, *, one_send: bool = False) -
 
     As issue #20 defines it, the round trip's commands go out as redis-py's
     `send_packed_command` sends a list: one `sendall` per command. With `one_send` they go out
-    in one `sendall` per round trip, as the consumer sends its batches (redis_layout/raw.py):
-    the same commands, fewer system calls on both sides; printed beside the defined ceiling
-    (`ceiling_raw_redis_writes_one_send`), not used by the issue's ratios."""
+    in one `sendall` per round trip, as the consumer sends its batches (redis_layout.raw's
+    `send_packed`): the same commands, fewer system calls on both sides; printed beside the
+    defined ceiling (`ceiling_raw_redis_writes_one_send`), not used by the issue's ratios."""
     client = redis.Redis.from_url(redis_url)
     keys = Keys(f"raw{uuid.uuid4().hex[:6]}")
     fields = encode_player_v1(new_player(Params()), 1)  # issue #20: 13 fields, as before layout 2
@@ -252,7 +253,10 @@ def raw_redis(redis_url: str, n: int, players: int, *, one_send: bool = False) -
             for p in (f"p{i % players}", f"p{(i * 7 + 1) % players}"):
                 packed.append(hiredis.pack_command(("HSET", keys.player(p), *fields)))
                 packed.append(hiredis.pack_command(("ZADD", keys.lb, "1000.0", p)))
-        conn.send_packed_command([b"".join(packed)] if one_send else packed)
+        if one_send:
+            send_packed(conn, packed)
+        else:
+            conn.send_packed_command(packed)
         for _ in packed:
             conn.read_response()
     seconds = time.monotonic() - started
