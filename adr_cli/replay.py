@@ -53,7 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.formatter_class = argparse.RawDescriptionHelpFormatter
     parser.epilog = (
         "Snapshots: one is taken before a counted event at time t when none exists yet or\n"
-        "t - (last snapshot time) >= --calibrate-every (event time), as adr-reading.md says.\n\n"
+        "t - (last snapshot time) >= --calibrate-every (event time): docs/algorithm.md.\n\n"
         "Late events (a rule the paper does not cover): the replay keeps a watermark W, the\n"
         "largest event time accepted so far. An event with ts < W - --lateness is rejected as\n"
         "'late' and counted in 'rejected'. This bounds the repeat-kill table: an a->b entry\n"

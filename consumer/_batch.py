@@ -206,7 +206,7 @@ def rate_batch(
             continue
         a, b = _current(attacker, states, view), _current(victim, states, view)
         joined = 0
-        if a is None:  # adr-reading step 4: joins P with σ0
+        if a is None:  # step 4 (docs/algorithm.md#steps): joins P with σ0
             a, joined = new_player(params), 1
         if b is None:
             b, joined = new_player(params), joined + 1

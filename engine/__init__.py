@@ -1,8 +1,8 @@
 """ADR engine: pure functions on plain data, the population snapshot and an in-memory book.
 
 No I/O and deterministic: the same events and snapshot schedule give bit-identical state.
-The algorithm is ../shared/seeds/ADR-Algorithm-EN.md as read by adr-reading.md; the exactness
-rules (integer ms, exact σ̄, fsum means, rational quantile index) are in docs/design.md.
+The algorithm is the ADR paper as docs/algorithm.md states it (its readings, and the exactness
+rules: integer ms, exact σ̄, fsum means, rational quantile index; also in docs/design.md).
 Public modules: params.py (`Params`: Table 9, the names `--param` takes) and profiles.py (the
 named profiles); the others are private, their names re-exported here.
 

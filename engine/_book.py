@@ -41,8 +41,8 @@ _REJECTED = {r: Verdict("rejected", r) for r in ("self_kill", "late", "bad_ts", 
 class RatingBook:
     """ADR over an ordered event stream, all state in memory; same input ⇒ bit-identical state.
 
-    Snapshots are taken offline as adr-reading.md says: before a counted event at t when none exists
-    yet or t − last ≥ calibrate_every_ms (event time). With `fixed_snapshot` it never calibrates.
+    Snapshots are taken offline (docs/algorithm.md#snapshot): before a counted event at t when none
+    exists yet or t − last ≥ calibrate_every_ms (event time). With `fixed_snapshot`, never.
 
     Late events (not in the paper): the book keeps a watermark W = max ts accepted; an event with
     ts < W − lateness_ms is rejected ("late"). That lets a→b cooldown entries with
@@ -143,7 +143,7 @@ class RatingBook:
     # -- writing ------------------------------------------------------------------------------
 
     def apply(self, event_id: str, attacker: str, victim: str, ts: int) -> Verdict:
-        """Process one kill event (steps 1–13 of adr-reading.md); event_id is only for logs."""
+        """Process one kill event (docs/algorithm.md#steps, 1–13); event_id: logs only."""
         if attacker == victim:
             return self._reject("self_kill")
         if type(ts) is not int or not 0 <= ts <= MAX_TS_MS:

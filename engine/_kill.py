@@ -1,4 +1,4 @@
-"""One counted kill event, steps 5–13 of adr-reading.md: decay, predict, update, tiers.
+"""One counted kill event, steps 5–13 of docs/algorithm.md#steps: decay, predict, update, tiers.
 
 Every step is written once, here, on a player's scalars (`Scalars` in, `NextScalars` out):
 `kill_update` runs steps 5–13 (`prediction` 5–6, `raw_changes` 7–8, `next_scalars` 9–13) for

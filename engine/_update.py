@@ -34,7 +34,7 @@ def victim_raw(raw_a: float, eta_b_loss: float, p: float, params: Params) -> flo
 
 
 def pool_regular(mu: float, nu: float, raw: float, params: Params) -> tuple[float, float]:
-    """(ν', target) for any other player: the pool only drains into μ (§8.3, adr-reading step 9)."""
+    """(ν', target) for any other player: the pool only drains into μ (§8.3, algorithm.md#r10)."""
     lam = params.lambda_pool
     return (1.0 - lam) * nu, mu + raw + lam * nu
 

@@ -1,4 +1,4 @@
-"""The ADR parameters (Table 9), named as in adr-reading.md, validated once."""
+"""The ADR parameters (Table 9), named as in docs/algorithm.md#s9, validated once."""
 
 from __future__ import annotations
 
@@ -121,7 +121,7 @@ class Params:
 
     @classmethod
     def names(cls) -> tuple[str, ...]:
-        """The parameter names accepted by `from_overrides` and `--param` (adr-reading.md)."""
+        """The parameter names accepted by `from_overrides` and `--param` (docs/algorithm.md#s9)."""
         return tuple(f.name for f in dataclasses.fields(cls) if f.init)
 
     @classmethod

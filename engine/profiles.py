@@ -1,6 +1,6 @@
 """Named parameter profiles: sets of `--param NAME=VALUE` overrides shipped with the engine.
 
-`paper` is Table 9 as adr-reading.md reads it (no override). `recommended` turns on the opt-in
+`paper` is Table 9 as docs/algorithm.md reads it (no override). `recommended` turns on the opt-in
 extensions the evaluation supports and sets θ for the ratings they produce; docs/evaluation.md
 ("Opt-in extensions") gives the measurements behind each value and when to use the profile.
 A profile is applied first; ADR_PARAMS and `--param` override it.

@@ -1,9 +1,9 @@
-"""Elo with a fixed K and its dynamic-K variants (FIDE, USCF, the MOBA ladder of the seeds).
+"""Elo with a fixed K and its dynamic-K variants (FIDE, USCF, the MOBA paper's ladder).
 
 Each kill is one game: the attacker scores 1, the victim 0; both K factors and the expectation are
-taken from the state before the game. Sources: `../shared/seeds/elo-rating-system.txt` (logistic
+taken from the state before the game. Sources: the Wikipedia article "Elo rating system" (logistic
 base-10 expectation, FIDE's K table, USCF's K = 800/(N_e + m)) and
-`../shared/seeds/elo-in-moba-games.txt` (Eq. 5-8).
+Yuhan Song, "Analysis of ELO Rating Scheme in MOBA Games" (Eq. 5-8).
 """
 
 from __future__ import annotations

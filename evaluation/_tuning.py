@@ -2,7 +2,7 @@
 
 Each tuned family has a grid; every grid point runs the protocol on a tuning stream (its own seed,
 never one of the report's seeds) and the point with the lowest held-out log loss is chosen, per
-outcome model. Ranges: Elo K from FIDE's 10 to its 40 (`../shared/seeds/elo-rating-system.txt`);
+outcome model. Ranges: Elo K from FIDE's 10 to its 40 (Wikipedia, "Elo rating system");
 Glicko-2 τ over Glickman's "reasonable choices between 0.3 and 1.2" and the rating period as one
 kill or one day; TrueSkill β and τ around the package defaults (β = σ0/2, τ = σ0/100; the
 TrueSkill paper gives no range) from β = σ0/4 to σ0 and τ = σ0/100 or σ0/25.

@@ -14,7 +14,7 @@ PROFILE_ENV_VAR = "ADR_PROFILE"
 
 
 def add_param_argument(parser: argparse.ArgumentParser, *, env: bool = True) -> None:
-    """The repeatable `--param NAME=VALUE` flag (names as in adr-reading.md) and `--profile`."""
+    """The repeatable `--param NAME=VALUE` flag (names: docs/algorithm.md#s9) and `--profile`."""
     where = f"; env {ENV_VAR}='a=1,b=2', flags win" if env else ""
     parser.add_argument(
         "--param",
@@ -22,7 +22,7 @@ def add_param_argument(parser: argparse.ArgumentParser, *, env: bool = True) -> 
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help=f"override an ADR parameter by its adr-reading.md name (repeatable{where})",
+        help=f"override an ADR parameter by its name in docs/algorithm.md (repeatable{where})",
     )
     profile_env = f"; env {PROFILE_ENV_VAR}" if env else ""
     parser.add_argument(

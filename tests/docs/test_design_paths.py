@@ -21,7 +21,6 @@ DOCS = sorted(
     }
 )
 ELSEWHERE = {
-    "adr-reading.md",  # ../shared/adr-reading.md, the binding reading of the algorithm
     "runtime/_build.json",  # written into the wheel by setup.py, not a source file
 }
 _PATH = re.compile(r"(?<![\w./-])((?:\.\./)?[\w.*/-]*\w\.(?:py|lua|json|md))(?![\w/])")
@@ -43,7 +42,7 @@ def _missing(doc: str) -> list[str]:
     missing = []
     for ref in sorted(set(_PATH.findall((REPO / doc).read_text()))):
         if ref.startswith((".", "/")) or "://" in ref or ref in ELSEWHERE:
-            continue  # outside the repository (../shared/...), or a suffix (`.v1.schema.json`)
+            continue  # a relative or absolute path, a URL, or a suffix (`.v1.schema.json`)
         if "/" in ref:
             bases = (REPO, (REPO / doc).parent)
             found = any(any(b.glob(ref)) if "*" in ref else (b / ref).exists() for b in bases)

@@ -159,7 +159,7 @@ def test_pool_is_clipped_to_its_bounds() -> None:
 
 
 def test_pool_regular_drains() -> None:
-    # adr-reading step 9: ν' = 0.8·10 = 8; target = 1000 + 5 + 0.2·10 = 1007
+    # step 9 (docs/algorithm.md#s8-3): ν' = 0.8·10 = 8; target = 1000 + 5 + 0.2·10 = 1007
     nu, target = pool_regular(1000.0, 10.0, 5.0, P)
     assert nu == pytest.approx(8.0)
     assert target == pytest.approx(1007.0)

@@ -1,4 +1,4 @@
-"""Parameters: Table 9 defaults, overrides by adr-reading.md's names, clear errors."""
+"""Parameters: Table 9 defaults, overrides by the names of docs/algorithm.md, clear errors."""
 
 from __future__ import annotations
 

@@ -113,7 +113,7 @@ def test_bad_events_are_rejected_with_a_reason() -> None:
 
 
 def test_snapshots_are_due_by_event_time() -> None:
-    # adr-reading: due before a counted event when none exists or t − last ≥ interval
+    # docs/algorithm.md#snapshot: due before a counted event when none exists or t − last ≥ interval
     book = RatingBook(P, calibrate_every_ms=300_000)
     book.apply("1", "a", "b", T0)
     assert book.snapshot.taken_at == T0

@@ -17,7 +17,7 @@ DAY = 86_400_000
 
 
 def test_elo_seed_example_2100_vs_2000_k10() -> None:
-    # elo-in-moba-games.txt: R_A = 2100, R_B = 2000, K = 10, B wins -> 2094 / 2006.
+    # Song, MOBA Elo paper: R_A = 2100, R_B = 2000, K = 10, B wins -> 2094 / 2006.
     elo = Elo(k=10.0)
     elo.ratings.update({"A": 2100.0, "B": 2000.0})
     assert elo.predict("A", "B", 0) == pytest.approx(0.64, abs=0.005)
@@ -29,7 +29,7 @@ def test_elo_seed_example_2100_vs_2000_k10() -> None:
 
 
 def test_elo_seed_five_round_tournament_1613_to_1601() -> None:
-    # elo-rating-system.txt: 1613 loses to 1609, draws 1477, beats 1388 and 1586, loses to 1720;
+    # Elo (Wikipedia): 1613 loses to 1609, draws 1477, beats 1388 and 1586, loses to 1720;
     # expected 0.51 + 0.69 + 0.79 + 0.54 + 0.35 = 2.88 (each rounded to 2 places); K = 32 -> 1601,
     # and 1617 had the loss to 1609 been a draw instead (score 3).
     opponents = [1609.0, 1477.0, 1388.0, 1586.0, 1720.0]
@@ -47,7 +47,7 @@ def elo_expect(ra: float, rb: float) -> float:
 
 
 def test_elo_seed_example_1400_vs_1800_k32() -> None:
-    # elo-rating-system.txt: A 1400, B 1800, K = 32: B expected 0.91; B wins -> 1397 / 1803;
+    # Elo (Wikipedia): A 1400, B 1800, K = 32: B expected 0.91; B wins -> 1397 / 1803;
     # A wins -> 1429 / 1771.
     elo = Elo(k=32.0)
     elo.ratings.update({"A": 1400.0, "B": 1800.0})
@@ -61,7 +61,7 @@ def test_elo_seed_example_1400_vs_1800_k32() -> None:
 
 
 def test_fide_k_schedule() -> None:
-    # elo-rating-system.txt: K = 40 until 30 games, 20 while always under 2400, 10 for good once a
+    # Elo (Wikipedia): K = 40 until 30 games, 20 while always under 2400, 10 for good once a
     # published rating reached 2400 with at least 30 games.
     fide = FideElo()
     for i in range(29):
@@ -91,7 +91,7 @@ def test_fide_first_game_uses_k40() -> None:
 
 
 def test_uscf_k_is_800_over_effective_games_plus_one() -> None:
-    # elo-rating-system.txt: K = 800 / (N_e + m); each kill is one game (m = 1).
+    # Elo (Wikipedia): K = 800 / (N_e + m); each kill is one game (m = 1).
     uscf = UscfElo()
     assert uscf.k_factor("new") == 800.0
     uscf.update("new", "other", 0)
@@ -103,7 +103,7 @@ def test_uscf_k_is_800_over_effective_games_plus_one() -> None:
 
 
 def test_moba_k_bands_and_seed_example() -> None:
-    # elo-in-moba-games.txt Eq. 5: K = 35 − 5·floor(ELO/400); the seed's 2100-rated player has
+    # Song, MOBA Elo paper, Eq. 5: K = 35 − 5·floor(ELO/400); the seed's 2100-rated player has
     # K = 10; losing to a 1700 (E_A = 0.9) gives 2100 + 10·(0 − 0.9) = 2091.
     moba = MobaElo()
     moba.ratings.update({"A": 2100.0, "B": 1700.0})
