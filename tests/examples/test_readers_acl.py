@@ -176,6 +176,8 @@ def test_exit_status_follows_the_one_table(
         ("usage: action", 2, ("frobnicate", "x"), {}),
         ("usage: missing argument", 2, ("rank",), {}),
         ("usage: friends without ids", 2, ("friends",), {}),
+        ("usage: REDIS_URL not a URL", 2, ("top", "3"), {"url": "not a url"}),
+        ("usage: REDIS_URL port", 2, ("top", "3"), {"url": "redis://127.0.0.1:port/0"}),
         ("redis down", 3, ("top", "3"), {"url": f"redis://127.0.0.1:{free_port()}/0"}),
         ("wrong password", 4, ("top", "3"), {"url": _url(server.port, password="wrong")}),
         ("another pool's keys", 4, ("top", "3"), {"namespace": "other"}),

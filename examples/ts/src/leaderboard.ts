@@ -158,6 +158,15 @@ function failure(err: unknown): number {
   return EXIT.redis;
 }
 
+function validRedisUrl(url: string): boolean {
+  try {
+    const { protocol, hostname } = new URL(url);
+    return (protocol === "redis:" || protocol === "rediss:") && hostname !== "";
+  } catch {
+    return false;
+  }
+}
+
 function notFound(id: string, why: string): number {
   console.error(`leaderboard: player ${JSON.stringify(id)} ${why}`);
   return EXIT.notFound;
@@ -175,8 +184,15 @@ async function main(args: string[]): Promise<number> {
   if (args[0] === "top" && (!/^[0-9]+$/.test(args[1]) || !Number.isSafeInteger(n) || n < 1)) return usage();
   const k = Number(args[2]);
   if (args[0] === "around" && (!/^[0-9]+$/.test(args[2]) || !Number.isSafeInteger(k))) return usage();
+  // ioredis reads any text that is not a URL as a socket path: check it first (without printing
+  // it, it may hold a password).
+  const url = process.env.REDIS_URL || "redis://127.0.0.1:6379/0";
+  if (!validRedisUrl(url)) {
+    console.error("leaderboard: REDIS_URL is not a redis:// or rediss:// URL");
+    return EXIT.usage;
+  }
   // No reconnecting: a reader is one short command, so Redis down is an answer, not a wait.
-  const redis = new Redis(process.env.REDIS_URL || "redis://127.0.0.1:6379/0", {
+  const redis = new Redis(url, {
     lazyConnect: true,
     enableReadyCheck: false, // INFO, which the read-only user may not run
     maxRetriesPerRequest: 0,
