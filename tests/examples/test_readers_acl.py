@@ -40,7 +40,11 @@ PLAYERS = [
     ("dave", 900.25, "5L"),
     ("erin", 850.0, "5L"),
     ("frank", 1000.0, ""),
+    # equal μ, ids whose UTF-8 byte order (Redis's) and UTF-16 order (JavaScript's) differ
+    ("x\U0001f600", 700.0, "5L"),
+    ("x\uff21", 700.0, "5L"),
 ]
+BOARD_ORDER = ["alice", "carol", "bob", "dave", "erin", "x\U0001f600", "x\uff21"]
 
 
 def _render_as_the_readme_says(workdir: Path) -> Path:
@@ -148,6 +152,8 @@ def test_every_query_works_as_the_shipped_read_only_user(
             [_entry(1, "carol"), _entry(2, "bob"), _entry(3, "erin")],
         ),
         (("friends", "nobody", "frank"), []),
+        (("friends", "x\uff21", "x\U0001f600"), [_entry(1, "x\U0001f600"), _entry(2, "x\uff21")]),
+        (("top", "100"), [_entry(i + 1, p) for i, p in enumerate(BOARD_ORDER)]),
     ]
     for args, want in expected:
         code, got, err = _read(reader, url, *args)
@@ -155,7 +161,7 @@ def test_every_query_works_as_the_shipped_read_only_user(
     if reader[0] == "adr":  # the tier table: adr's own query
         code, got, err = _read(reader, url, "tiers")
         assert code == 0, err
-        assert (got["placed"], got["tracked"]) == (5, 6)
+        assert (got["placed"], got["tracked"]) == (7, 8)
         assert {r["tier"]: r["players"] for r in got["rows"]}["2M"] == 2
     assert admin.acl_log() == []  # nothing was refused
 

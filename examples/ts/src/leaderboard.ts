@@ -138,7 +138,9 @@ export class Board {
       if (s !== null && !seen.has(ids[i])) placed.push([ids[i], s]);
       seen.add(ids[i]);
     });
-    placed.sort(([a, sa], [b, sb]) => Number(sb) - Number(sa) || (a < b ? 1 : a > b ? -1 : 0));
+    // Ties by id in descending byte order (UTF-8), as Redis orders members; JS's own string
+    // order (UTF-16 units) differs for ids with characters beyond U+FFFF.
+    placed.sort(([a, sa], [b, sb]) => Number(sb) - Number(sa) || Buffer.compare(Buffer.from(b), Buffer.from(a)));
     return this.entries(1, placed.flat());
   }
 }
