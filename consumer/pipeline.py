@@ -33,7 +33,7 @@ from consumer._retry import RedisRetry
 from consumer._stages import NO_STAGES, StageTimer
 from consumer.config import Config
 from engine import Params
-from redis_layout import Keys
+from redis_layout import Keys, stamp_layout
 from runtime import compiled
 
 log = logging.getLogger("adr.consumer")
@@ -192,6 +192,8 @@ class Pipeline:
         assignment met while stopping with Redis not answering is left: the process leaves)."""
         self.flush()  # its offsets first, so that the read below sees them
         try:
+            # the pool's layout version for readers (SET NX); UnknownLayout stops the process
+            self._retry(lambda: stamp_layout(self.redis, self.keys), "stamp the layout version")
             self.partitions.assign_stored(consumer, [tp.partition for tp in partitions], new=True)
         except StopRequested as exc:
             _stopped_waiting(exc)

@@ -1,10 +1,11 @@
 """`adr leaderboard` and the `Board` reader: top N, a player's rank, the players around one,
-the tier table, read from the Redis keys the consumer and the tier job write (docs/leaderboards.md).
+a player's tier, a friends board, the tier table, read from the Redis keys the consumer and the
+tier job write (docs/leaderboards.md).
 
 Exceptions: `LeaderboardError` (root) ← `PlayerNotFound` (no such player, or not placed).
 """
 
-from leaderboard._board import Board, Entry, TierTable
+from leaderboard._board import Board, Entry, PlayerTier, TierTable
 from leaderboard._errors import LeaderboardError, PlayerNotFound
 
-__all__ = ["Board", "Entry", "LeaderboardError", "PlayerNotFound", "TierTable"]
+__all__ = ["Board", "Entry", "LeaderboardError", "PlayerNotFound", "PlayerTier", "TierTable"]

@@ -1,7 +1,9 @@
 """`adr leaderboard`: the live leaderboard from Redis, for people (tables) and scripts (--json).
 
-stdout carries the data, stderr the errors. Exit status: 0 ok, 1 player not found (or, for
-`around`, not placed yet), 2 usage, 3 Redis unreachable or its state unreadable.
+stdout carries the data, stderr the errors. Exit status (docs/leaderboards.md, "Exit status",
+the table the Go and TypeScript readers of examples/ follow too): 0 found, 1 player not found (or,
+for `around`, not placed yet), 2 usage, 3 Redis unreachable or an unreadable answer, 4 permission
+denied (NOPERM, a wrong user or password), 5 a layout version this release does not know.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from collections.abc import Sequence
 import redis
 
 from engine import ParamError
-from leaderboard._board import Board, Entry, TierTable
+from leaderboard._board import Board, Entry, PlayerTier, TierTable
 from leaderboard._errors import PlayerNotFound
-from redis_layout import LayoutError
+from redis_layout import LayoutError, UnknownLayout
 from runtime import RuntimeConfigError, connect, redact_text
 from runtime.params import add_param_argument
 from runtime.service import engine_params
@@ -30,8 +32,13 @@ EXIT_OK = 0
 EXIT_NOT_FOUND = 1
 EXIT_USAGE = 2
 EXIT_REDIS = 3
+EXIT_DENIED = 4
+EXIT_LAYOUT = 5
 
-_EPILOG = "exit status: 0 ok, 1 player not found / not placed, 2 usage, 3 Redis error"
+_EPILOG = (
+    "exit status: 0 found, 1 player not found / not placed, 2 usage, 3 Redis unreachable or "
+    "error, 4 permission denied, 5 unknown layout version (docs/leaderboards.md)"
+)
 
 
 def _positive(text: str) -> int:
@@ -81,6 +88,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     around = action("around", "the placed players within K ranks of PLAYER")
     around.add_argument("player", metavar="PLAYER", help="the player's id")
     around.add_argument("k", type=_non_negative, metavar="K", help="ranks above and below")
+    tier = action("tier", "one player's tier label (null while unplaced)")
+    tier.add_argument("player", metavar="PLAYER", help="the player's id")
+    friends = action("friends", "the placed players among the ids, best first")
+    friends.add_argument("players", nargs="+", metavar="ID", help="player ids (a friends list)")
     action("tiers", "placed players per tier against the target shares")
 
 
@@ -101,11 +112,21 @@ def run(args: argparse.Namespace) -> int:
             data = board.rank(args.player)
         elif args.action == "around":
             data = board.around(args.player, args.k)
+        elif args.action == "tier":
+            data = board.tier(args.player)
+        elif args.action == "friends":
+            data = board.friends(args.players)
         else:
             data = board.tiers(params.tier_shares)
     except PlayerNotFound as exc:
         print(f"adr leaderboard: {exc}", file=sys.stderr)
         return EXIT_NOT_FOUND
+    except UnknownLayout as exc:
+        print(f"adr leaderboard: {exc}", file=sys.stderr)
+        return EXIT_LAYOUT
+    except (redis.exceptions.NoPermissionError, redis.exceptions.AuthenticationError) as exc:
+        print(f"adr leaderboard: permission denied: {redact_text(str(exc))}", file=sys.stderr)
+        return EXIT_DENIED
     except (redis.RedisError, LayoutError, ValueError) as exc:
         print(f"adr leaderboard: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_REDIS
@@ -127,6 +148,8 @@ def _jsonable(data: object) -> object:
 def _table(data: object) -> list[str]:
     if isinstance(data, TierTable):
         return _tier_table(data)
+    if isinstance(data, PlayerTier):
+        return _aligned([("PLAYER", "TIER"), (data.player, data.tier or "No Tier")], right=set())
     entries: list[Entry] = data if isinstance(data, list) else [data]  # type: ignore[list-item]
     return _entry_table(entries)
 

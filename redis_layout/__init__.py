@@ -2,6 +2,7 @@
 
 - `Keys` (keys.py): every key name, hash-tagged `{ns}`. Nothing else writes a key name.
 - player_codec.py: a player's hash <-> PlayerState (the consumer's hot path; compiled).
+- layout.py: the pool's layout version `{ns}:layout`, stamped by the consumer, checked by readers.
 - snapshot_codec.py: the `{ns}:snapshot` hash <-> Snapshot (`encode_snapshot`, `decode_snapshot`).
 - scripts/: the Lua scripts (the consumer's atomic batch write, the tier job's fenced writes and
   paged read of μ over A,
@@ -12,11 +13,29 @@
 The consumer, the tier job, the leaderboard reader and the benches use it.
 
 Exceptions: `LayoutError` (root) ← `CorruptValue` (a value read back that its codec cannot
-decode), `Conflict` (the write script found a value the batch was computed from changed).
+decode), `Conflict` (the write script found a value the batch was computed from changed),
+`UnknownLayout` (`{ns}:layout` holds a version this release does not know).
 """
 
 from redis_layout._errors import Conflict, CorruptValue, LayoutError
 from redis_layout.keys import Keys
+from redis_layout.layout import (
+    LAYOUT_VERSION,
+    UnknownLayout,
+    check_layout,
+    stamp_layout,
+)
 from redis_layout.snapshot_codec import decode_snapshot, encode_snapshot
 
-__all__ = ["Conflict", "CorruptValue", "Keys", "LayoutError", "decode_snapshot", "encode_snapshot"]
+__all__ = [
+    "LAYOUT_VERSION",
+    "Conflict",
+    "CorruptValue",
+    "Keys",
+    "LayoutError",
+    "UnknownLayout",
+    "check_layout",
+    "decode_snapshot",
+    "encode_snapshot",
+    "stamp_layout",
+]

@@ -43,6 +43,7 @@ class Keys:
         "due_buckets",
         "epoch",
         "event_id_bucket_prefix",
+        "layout",
         "lb",
         "lease",
         "namespace",
@@ -58,6 +59,9 @@ class Keys:
         self.namespace = namespace
         self.prefix = f"{{{namespace}}}:"
         self.lb = self.prefix + "lb"
+        self.layout = self.prefix + "layout"
+        """The pool's layout version (decimal string; absent = written before the key):
+        redis_layout/layout.py."""
         self.activity = self.prefix + "activity"
         self.active_mu = self.prefix + "active_mu"
         """The zset of active players' μ that releases before 2026-12-05 kept (the consumer

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from redis_layout import Keys
 from stack._errors import StackError
 from stack._ports import LOOPBACK, free_port
 from stack._redis import RECOMMENDED_SETTINGS, RedisServer
@@ -323,17 +322,23 @@ class SecuredBroker:
 ACL_RULES: Final = Path(__file__).resolve().parent.parent / "deploy" / "redis" / "acl-users.acl"
 
 
+def acl_file(namespace: str, passwords: dict[str, str]) -> str:
+    """deploy/redis/acl-users.acl filled in as deploy/redis/README.md says, literally: each
+    `<namespace>` replaced by `namespace` (the braces around it stay), each `<role-password>` by
+    `passwords[role]` (role: consumer, tierjob, reader): a file for `redis-server --aclfile`."""
+    text = ACL_RULES.read_text().replace("<namespace>", namespace)
+    for role, password in passwords.items():
+        text = text.replace(f"<{role}-password>", password)
+    return text
+
+
 def acl_setuser_commands(namespace: str, passwords: dict[str, str]) -> list[list[str]]:
-    """deploy/redis/acl-users.acl's `ACL SETUSER` lines for `namespace`, as argument lists;
-    `passwords` maps a role (consumer, tierjob, reader) to its password."""
-    commands = []
-    for line in ACL_RULES.read_text().splitlines():
-        if not line.startswith("ACL SETUSER"):
-            continue
-        for role, password in passwords.items():
-            line = line.replace(f"<{role}-password>", password)
-        commands.append(line.replace("{ns}", Keys(namespace).tag).split())
-    return commands
+    """`acl_file`'s users as `ACL SETUSER` argument lists (its lines without `user`)."""
+    return [
+        ["ACL", "SETUSER", *line.split()[1:]]
+        for line in acl_file(namespace, passwords).splitlines()
+        if line.startswith("user ")
+    ]
 
 
 @dataclass
@@ -355,12 +360,8 @@ class SecuredStack:
         self.certs = make_certificates(self.workdir / "certs")
         roles = ("consumer", "tierjob", "reader", "kafka")
         self.secrets = {role: _secrets.token_urlsafe(18) for role in roles}
-        acl = acl_setuser_commands(self.namespace, self.secrets)
-        self.redis = tls_redis(
-            self.workdir / "redis",
-            self.certs,
-            ("user default off", *(" ".join(["user", *c[2:]]) for c in acl)),
-        )
+        acl = acl_file(self.namespace, self.secrets).splitlines()
+        self.redis = tls_redis(self.workdir / "redis", self.certs, ("user default off", *acl))
         self.redis.start()
         self.broker = SecuredBroker(self.workdir / "kafka", self.certs)
         self.broker.start()

@@ -1,6 +1,6 @@
--- KEYS: lb.  ARGV: player, k.  The leaderboard reader's "around": the player's 0-based rank in
--- lb (best first) and the members with scores from k above to k below it, in one atomic read:
--- {rank0, {member, score, ...}}, or false if the player is not placed.
+-- KEYS: lb.  ARGV: player, k.  Read-only (EVAL_RO): the leaderboard reader's "around", the
+-- player's 0-based rank in lb (best first) and the members with scores from k above to k below
+-- it, in one atomic read: {rank0, {member, score, ...}}, or false if the player is not placed.
 local r = redis.call('ZREVRANK', KEYS[1], ARGV[1])
 if not r then return false end
 local k = tonumber(ARGV[2])

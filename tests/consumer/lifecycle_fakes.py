@@ -290,6 +290,20 @@ class FakeProducer:
 
 
 class FakeRedis:
+    """The client the pipeline itself uses: the layout stamp at assignment (SET NX, GET)."""
+
+    def __init__(self) -> None:
+        self.strings: dict[str, bytes] = {}
+
+    def set(self, key: str, value: str, nx: bool = False) -> bool:
+        if nx and key in self.strings:
+            return False
+        self.strings[key] = value.encode()
+        return True
+
+    def get(self, key: str) -> bytes | None:
+        return self.strings.get(key)
+
     def close(self) -> None:
         pass
 

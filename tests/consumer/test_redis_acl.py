@@ -16,7 +16,7 @@ import redis
 
 from consumer.config import Config
 from engine import Params
-from redis_layout import Keys
+from redis_layout import LAYOUT_VERSION, Keys
 from stack.secured import acl_setuser_commands, plain_redis
 
 SECRET = {"consumer": "c-9d2f", "tierjob": "t-41aa", "reader": "r-77e0"}
@@ -72,20 +72,39 @@ def test_each_process_works_with_exactly_its_rules(
         assert done.returncode == 0, done.stderr[-3000:]
         assert int(admin.hget(keys.snapshot, "version")) > 1  # the tier job published anew
 
-        board = subprocess.run(
-            [sys.executable, "-m", "adr_cli.main", "leaderboard", "--redis-url",
-             _url(server.port, "reader"), "--namespace", ns, "--json", "top", "5"],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
-        assert board.returncode == 0, board.stderr
-        assert len(json.loads(board.stdout)) == 5
+        assert admin.get(keys.layout) == str(LAYOUT_VERSION).encode()  # stamped by adr-consumer
+
+        def board(*query: str) -> object:
+            done = subprocess.run(
+                [sys.executable, "-m", "adr_cli.main", "leaderboard", "--redis-url",
+                 _url(server.port, "reader"), "--namespace", ns, "--json", *query],
+                capture_output=True, text=True, timeout=60,
+            )  # fmt: skip
+            assert done.returncode == 0, (query, done.stderr)
+            return json.loads(done.stdout)
+
+        # every query of `adr leaderboard`, on the state the consumer wrote (all readers, all
+        # queries and exit codes: tests/examples/test_readers_acl.py)
+        top = board("top", "5")
+        assert isinstance(top, list) and len(top) == 5
+        first, second = top[0]["player"], top[1]["player"]
+        assert board("rank", second) == top[1]
+        assert board("around", second, "1") == top[:3]
+        assert board("tier", first) == {"player": first, "tier": top[0]["tier"]}
+        assert board("friends", second, "nobody", first) == [
+            {**top[0], "rank": 1},
+            {**top[1], "rank": 2},
+        ]
+        tiers = board("tiers")
+        assert isinstance(tiers, dict) and tiers["placed"] >= 5
 
         assert admin.acl_log() == []  # no process was refused anything
 
         with pytest.raises(redis.exceptions.NoPermissionError):
             watcher.hset(keys.snapshot, "version", "999")
-        with pytest.raises(redis.exceptions.NoPermissionError):
-            watcher.execute_command("EVAL", "return 1", 0)
+        for command in (("EVAL", "return 1", 0), ("MULTI",), ("SCRIPT", "LOAD", "return 1")):
+            with pytest.raises(redis.exceptions.NoPermissionError):
+                watcher.execute_command(*command)
         outsider = redis.Redis(
             port=server.port, username="adr-consumer", password=SECRET["consumer"]
         )

@@ -61,8 +61,8 @@ def _refused(log: Path, code: str) -> list[dict]:
 
 def _data_keys(client: redis.Redis, ns: str, keys: Keys) -> dict[bytes, bytes]:
     """Every key of the pool but the outbox (the relay creates its stream and group before any
-    write) and the snapshot, with its type."""
-    skip = {keys.outbox.encode(), keys.snapshot.encode()}
+    write), the snapshot and the layout version (stamped at assignment), with its type."""
+    skip = {keys.outbox.encode(), keys.snapshot.encode(), keys.layout.encode()}
     return {k: client.type(k) for k in client.scan_iter(match=keys.match_all) if k not in skip}
 
 

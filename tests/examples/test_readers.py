@@ -1,5 +1,6 @@
 """The Go and TypeScript leaderboard readers against a Redis the real consumer filled: the same
-answers as `adr leaderboard`'s Board (top, rank, around, tier) and as ZMSCORE (friends)."""
+answers as `adr leaderboard`'s Board (top, rank, around, tier, friends) and as ZMSCORE (friends).
+As the read-only ACL user, with every exit status: test_readers_acl.py."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import redis
 from consumer.config import Config
 from engine import Params
 from leaderboard._board import Board, Entry
-from redis_layout import Keys
+from redis_layout import LAYOUT_VERSION, Keys
 from schemas import kill_event
 from tests.consumer import consumer_support as S
 
@@ -95,11 +96,17 @@ def test_unplaced_and_unknown_players(reader: tuple[str, list[str]], filled: Fil
     for who in unplaced[:2]:
         assert _read(reader, filled, "rank", who) == (0, _json([board.rank(who)])[0])
         assert _read(reader, filled, "rank", who)[1]["rank"] is None
-        assert _read(reader, filled, "around", who, "2") == (0, [])
+        code, why = _read(reader, filled, "around", who, "2")
+        assert code == 1 and "not on the leaderboard" in why  # docs/leaderboards.md, Exit status
         assert _read(reader, filled, "tier", who) == (0, {"player": who, "tier": None})
     assert _read(reader, filled, "rank", "nobody")[0] == 1
     assert _read(reader, filled, "tier", "nobody")[0] == 1
+    assert _read(reader, filled, "around", "nobody", "2")[0] == 1
     assert _read(reader, filled, "top", "zero")[0] == 2
+
+
+def test_the_consumer_stamped_the_layout_version_the_readers_check(filled: Filled) -> None:
+    assert filled.client.get(Keys(filled.namespace).layout) == str(LAYOUT_VERSION).encode()
 
 
 def test_friends_board_is_zmscore_of_the_ids_best_first(
@@ -116,5 +123,6 @@ def test_friends_board_is_zmscore_of_the_ids_best_first(
         {"rank": i + 1, "player": p, "mu": placed[p], "tier": tiers[p]} for i, p in enumerate(order)
     ]
     assert len(want) == 3
+    assert _json(filled.board.friends(friends)) == want  # adr leaderboard friends: the same
     assert _read(reader, filled, "friends", *friends) == (0, want)
     assert _read(reader, filled, "friends", "nobody") == (0, [])

@@ -1,5 +1,6 @@
-"""`adr leaderboard`: top, rank, around, tiers against a seeded Redis (real server), tables and
---json, exit codes."""
+"""`adr leaderboard`: top, rank, around, tier, friends, tiers against a seeded Redis (real
+server), tables and --json, exit codes (as the read-only ACL user: tests/examples/
+test_readers_acl.py)."""
 
 from __future__ import annotations
 
@@ -82,6 +83,8 @@ def test_unknown_player_exits_1_with_the_reason_on_stderr(capsys, board) -> None
     assert (code, out) == (1, "") and "nobody" in err
     code, out, err = adr(capsys, board, "around", "frank", "2")
     assert (code, out) == (1, "") and "not on the leaderboard" in err
+    code, out, err = adr(capsys, board, "around", "nobody", "2")
+    assert (code, out) == (1, "") and "not on the leaderboard" in err
 
 
 def test_around_shows_k_ranks_each_side_clipped_at_the_top(capsys, board) -> None:  # type: ignore[no-untyped-def]
@@ -135,3 +138,67 @@ def test_unreachable_redis_exits_3(capsys) -> None:  # type: ignore[no-untyped-d
     code = main(["leaderboard", "--redis-url", "redis://127.0.0.1:1/0", "top", "3"])
     _, err = capsys.readouterr()
     assert code == 3 and "adr leaderboard" in err
+
+
+def test_tier_names_a_players_tier_and_none_while_unplaced(capsys, board) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = adr(capsys, board, "--json", "tier", "dave")
+    assert (code, json.loads(out)) == (0, {"player": "dave", "tier": "5L"})
+    code, out, _ = adr(capsys, board, "--json", "tier", "frank")
+    assert (code, json.loads(out)) == (0, {"player": "frank", "tier": None})
+    code, out, _ = adr(capsys, board, "tier", "frank")
+    assert out.splitlines() == ["PLAYER  TIER", "frank   No Tier"]
+    code, out, err = adr(capsys, board, "tier", "nobody")
+    assert (code, out) == (1, "") and "nobody" in err
+
+
+def test_friends_are_the_placed_ones_among_the_ids_best_first(capsys, board) -> None:  # type: ignore[no-untyped-def]
+    code, out, _ = adr(
+        capsys, board, "--json", "friends", "erin", "frank", "bob", "x", "carol", "bob"
+    )
+    assert code == 0
+    assert json.loads(out) == [  # bob and carol tie: by id descending, as ZREVRANGE orders them
+        {"rank": 1, "player": "carol", "mu": 1200.0, "tier": "2M"},
+        {"rank": 2, "player": "bob", "mu": 1200.0, "tier": "2M"},
+        {"rank": 3, "player": "erin", "mu": 850.0, "tier": "5L"},
+    ]
+    code, out, _ = adr(capsys, board, "--json", "friends", "frank", "nobody")
+    assert (code, json.loads(out)) == (0, [])
+    with pytest.raises(SystemExit) as exc:
+        adr(capsys, board, "friends")
+    assert exc.value.code == 2
+
+
+def test_a_layout_version_it_does_not_know_exits_5(capsys, board, redis_client) -> None:  # type: ignore[no-untyped-def]
+    keys = Keys.of(board[1])
+    for stored in ("3", "x"):
+        redis_client.set(keys.layout, stored)
+        try:
+            code, out, err = adr(capsys, board, "top", "3")
+        finally:
+            redis_client.delete(keys.layout)
+        assert (code, out) == (5, "") and keys.layout in err and "upgrade the reader" in err
+    redis_client.set(keys.layout, "2")
+    try:
+        assert adr(capsys, board, "rank", "alice")[0] == 0
+    finally:
+        redis_client.delete(keys.layout)
+
+
+def test_a_refused_command_exits_4(capsys, board, redis_client) -> None:  # type: ignore[no-untyped-def]
+    url, ns = board
+    user, password = f"ro-{ns}", "pw-1"
+    redis_client.execute_command(
+        "ACL", "SETUSER", user, "on", f">{password}", "resetkeys", "%R~{elsewhere}:*", "+@read"
+    )
+    try:
+        host = url.removeprefix("redis://")
+        code = main(["leaderboard", "--redis-url", f"redis://{user}:{password}@{host}",
+                     "--namespace", ns, "top", "3"])  # fmt: skip
+        _, err = capsys.readouterr()
+        assert code == 4 and "permission denied" in err and "no permissions" in err
+        code = main(["leaderboard", "--redis-url", f"redis://{user}:wrong@{host}",
+                     "--namespace", ns, "top", "3"])  # fmt: skip
+        _, err = capsys.readouterr()
+        assert code == 4 and "permission denied" in err
+    finally:
+        redis_client.execute_command("ACL", "DELUSER", user)

@@ -7,9 +7,26 @@
 //   leaderboard tier PLAYER      a player's tier label (null while unplaced)
 //   leaderboard friends ID...    the placed ones among ids, best first (ZMSCORE)
 //
-// $REDIS_URL (default redis://127.0.0.1:6379/0), $ADR_NAMESPACE (default adr). Exit status 0;
-// 1 for an unknown player (rank, tier) or Redis unreachable; 2 for usage.
+// $REDIS_URL (default redis://127.0.0.1:6379/0), $ADR_NAMESPACE (default adr). Every read works
+// for the read-only ACL user of deploy/redis/acl-users.acl: read commands and read-only scripts
+// (EVALSHA_RO, EVAL_RO), no MULTI. It first checks the pool's layout version ({NS}:layout).
+//
+// Exit status, as docs/leaderboards.md's table says for every reader: 0 found; 1 an unknown
+// player (rank, tier, around) or an unplaced one (around); 2 usage; 3 Redis unreachable or an
+// error; 4 permission denied (NOPERM, a wrong user or password); 5 a layout version this reader
+// does not know.
+import { createHash } from "crypto";
 import Redis from "ioredis";
+
+/** Exit statuses: docs/leaderboards.md, "Exit status". */
+export const EXIT = { found: 0, notFound: 1, usage: 2, redis: 3, denied: 4, layout: 5 } as const;
+
+/** The {NS}:layout values this reader knows; an absent key reads as layout 2 (written before
+ * the key existed, docs/leaderboards.md, "Compatibility"). */
+const LAYOUT_VERSIONS = new Set(["2"]);
+
+/** {NS}:layout names a layout this reader does not know. */
+export class UnknownLayout extends Error {}
 
 export interface Entry {
   rank: number | null;
@@ -18,12 +35,18 @@ export interface Entry {
   tier: string | null;
 }
 
-// ZREVRANK and ZREVRANGE in one script, so no consumer batch lands in between.
+// ZREVRANK and ZREVRANGE in one read-only script, so no consumer batch lands in between.
 const AROUND = `
 local r = redis.call('ZREVRANK', KEYS[1], ARGV[1])
 if not r then return false end
 local lo = math.max(0, r - tonumber(ARGV[2]))
 return {lo, redis.call('ZREVRANGE', KEYS[1], lo, r + tonumber(ARGV[2]), 'WITHSCORES')}`;
+
+// ZREVRANK and the hash's mu and tier in one read-only script: one state.
+const RANK = `
+local r = redis.call('ZREVRANK', KEYS[1], ARGV[1])
+local fields = redis.call('HMGET', KEYS[2], 'mu', 'tier')
+return {r, fields[1], fields[2]}`;
 
 /** One namespace's board. Every key is "{NS}:..." (the braces are a Cluster hash tag). */
 export class Board {
@@ -37,7 +60,30 @@ export class Board {
     return `{${this.ns}}:player:${id}`;
   }
 
-  /** Ranked entries from a flat [member, score, ...] reply, with each member's tier. */
+  /** Throws UnknownLayout unless the pool's layout version is one this reader knows, or absent. */
+  async checkLayout(): Promise<void> {
+    const key = `{${this.ns}}:layout`;
+    const version = await this.redis.get(key);
+    if (version !== null && !LAYOUT_VERSIONS.has(version))
+      throw new UnknownLayout(`${key} is layout ${JSON.stringify(version)}; this reader knows layout 2: upgrade the reader`);
+  }
+
+  /** A read-only script: EVALSHA_RO, and EVAL_RO (which caches it) when Redis has not cached it;
+   * the read-only user may run neither SCRIPT LOAD nor EVAL. */
+  private async readOnly(source: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+    const sha = createHash("sha1").update(source).digest("hex");
+    try {
+      return await this.redis.call("EVALSHA_RO", sha, keys.length, ...keys, ...args);
+    } catch (err) {
+      if (!(err as Error).message.startsWith("NOSCRIPT")) throw err;
+      return this.redis.call("EVAL_RO", source, keys.length, ...keys, ...args);
+    }
+  }
+
+  /** Ranked entries from a flat [member, score, ...] reply, with each member's tier (one
+   * pipelined HGET each, not a transaction: the ranks and scores come from one command or
+   * script; a tier read after it is at most the batches since newer, and moves only at the
+   * player's own event). */
   private async entries(firstRank: number, flat: string[]): Promise<Entry[]> {
     const pipe = this.redis.pipeline();
     for (let i = 0; i < flat.length; i += 2) pipe.hget(this.player(flat[i]), "tier");
@@ -57,21 +103,21 @@ export class Board {
     return this.entries(1, await this.redis.zrevrange(this.lb, 0, n - 1, "WITHSCORES"));
   }
 
-  /** One player (null if unknown): ZREVRANK and HMGET in one MULTI/EXEC (one state). */
+  /** One player (null if unknown): ZREVRANK and HMGET in one read-only script (one state). */
   async rank(id: string): Promise<Entry | null> {
-    const replies = await this.redis.multi().zrevrank(this.lb, id).hmget(this.player(id), "mu", "tier").exec();
-    if (!replies) throw new Error("transaction aborted");
-    const [[e1, rank0], [e2, fields]] = replies;
-    if (e1 || e2) throw e1 ?? e2;
-    const [mu, tier] = fields as (string | null)[];
+    const [rank0, mu, tier] = (await this.readOnly(RANK, [this.lb, this.player(id)], [id])) as [
+      number | null,
+      string | null,
+      string | null,
+    ];
     if (mu === null) return null;
-    return { rank: rank0 === null ? null : (rank0 as number) + 1, player: id, mu: Number(mu), tier: tier || null };
+    return { rank: rank0 === null ? null : rank0 + 1, player: id, mu: Number(mu), tier: tier || null };
   }
 
-  /** The placed players within k ranks of id (empty if id is unplaced). */
-  async around(id: string, k: number): Promise<Entry[]> {
-    const reply = (await this.redis.eval(AROUND, 1, this.lb, id, k)) as [number, string[]] | null;
-    if (!reply) return [];
+  /** The placed players within k ranks of id (null if id is unplaced or unknown). */
+  async around(id: string, k: number): Promise<Entry[] | null> {
+    const reply = (await this.readOnly(AROUND, [this.lb], [id, k])) as [number, string[]] | null;
+    if (!reply) return null;
     return this.entries(reply[0] + 1, reply[1]);
   }
 
@@ -92,61 +138,104 @@ export class Board {
       if (s !== null && !seen.has(ids[i])) placed.push([ids[i], s]);
       seen.add(ids[i]);
     });
-    placed.sort(([a, sa], [b, sb]) => Number(sb) - Number(sa) || (a < b ? 1 : a > b ? -1 : 0));
+    // Ties by id in descending byte order (UTF-8), as Redis orders members; JS's own string
+    // order (UTF-16 units) differs for ids with characters beyond U+FFFF.
+    placed.sort(([a, sa], [b, sb]) => Number(sb) - Number(sa) || Buffer.compare(Buffer.from(b), Buffer.from(a)));
     return this.entries(1, placed.flat());
   }
+}
+
+/** The exit status for a failed read, with its message on stderr. */
+function failure(err: unknown): number {
+  const message = (err as Error).message ?? String(err);
+  if (err instanceof UnknownLayout) {
+    console.error(`leaderboard: ${message}`);
+    return EXIT.layout;
+  }
+  if (/^(NOPERM|WRONGPASS|NOAUTH)\b/.test(message)) {
+    console.error(`leaderboard: permission denied: ${message}`);
+    return EXIT.denied;
+  }
+  console.error(`leaderboard: ${message}`);
+  return EXIT.redis;
+}
+
+function validRedisUrl(url: string): boolean {
+  try {
+    const { protocol, hostname } = new URL(url);
+    return (protocol === "redis:" || protocol === "rediss:") && hostname !== "";
+  } catch {
+    return false;
+  }
+}
+
+function notFound(id: string, why: string): number {
+  console.error(`leaderboard: player ${JSON.stringify(id)} ${why}`);
+  return EXIT.notFound;
 }
 
 async function main(args: string[]): Promise<number> {
   const usage = () => {
     console.error("usage: leaderboard top N | rank PLAYER | around PLAYER K | tier PLAYER | friends ID...");
-    return 2;
+    return EXIT.usage;
   };
-  if (args.length < 2) return usage();
-  const redis = new Redis(process.env.REDIS_URL || "redis://127.0.0.1:6379/0", { maxRetriesPerRequest: 2 });
+  const arity: Record<string, number> = { top: 2, rank: 2, around: 3, tier: 2 };
+  if (args.length < 2 || (args[0] in arity && args.length !== arity[args[0]])) return usage();
+  if (!["top", "rank", "around", "tier", "friends"].includes(args[0])) return usage();
+  const n = Number(args[1]);
+  if (args[0] === "top" && (!/^[0-9]+$/.test(args[1]) || !Number.isSafeInteger(n) || n < 1)) return usage();
+  const k = Number(args[2]);
+  if (args[0] === "around" && (!/^[0-9]+$/.test(args[2]) || !Number.isSafeInteger(k))) return usage();
+  // ioredis reads any text that is not a URL as a socket path: check it first (without printing
+  // it, it may hold a password).
+  const url = process.env.REDIS_URL || "redis://127.0.0.1:6379/0";
+  if (!validRedisUrl(url)) {
+    console.error("leaderboard: REDIS_URL is not a redis:// or rediss:// URL");
+    return EXIT.usage;
+  }
+  // No reconnecting: a reader is one short command, so Redis down is an answer, not a wait.
+  const redis = new Redis(url, {
+    lazyConnect: true,
+    enableReadyCheck: false, // INFO, which the read-only user may not run
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
+  // A refused AUTH closes the connection: the command then fails with "Connection is closed",
+  // so the refusal itself is kept to report.
+  let connectionError: Error | undefined;
+  redis.on("error", (err: Error) => {
+    connectionError ??= err;
+  });
   const board = new Board(redis, process.env.ADR_NAMESPACE || "adr");
   try {
+    await redis.connect();
+    await board.checkLayout();
     let result: unknown;
     switch (args[0]) {
-      case "top": {
-        const n = Number(args[1]);
-        if (!Number.isInteger(n) || n < 1) return usage();
+      case "top":
         result = await board.top(n);
         break;
-      }
       case "rank":
         result = await board.rank(args[1]);
-        if (result === null) {
-          console.error(`leaderboard: no player ${JSON.stringify(args[1])}`);
-          return 1;
-        }
+        if (result === null) return notFound(args[1], "not found");
         break;
-      case "around": {
-        const k = Number(args[2]);
-        if (args.length !== 3 || !Number.isInteger(k) || k < 0) return usage();
+      case "around":
         result = await board.around(args[1], k);
+        if (result === null) return notFound(args[1], "is not on the leaderboard");
         break;
-      }
       case "tier": {
         const tier = await board.tier(args[1]);
-        if (tier === undefined) {
-          console.error(`leaderboard: no player ${JSON.stringify(args[1])}`);
-          return 1;
-        }
+        if (tier === undefined) return notFound(args[1], "not found");
         result = { player: args[1], tier };
         break;
       }
-      case "friends":
-        result = await board.friends(args.slice(1));
-        break;
       default:
-        return usage();
+        result = await board.friends(args.slice(1));
     }
     console.log(JSON.stringify(result));
-    return 0;
+    return EXIT.found;
   } catch (err) {
-    console.error(`leaderboard: ${(err as Error).message}`);
-    return 1;
+    return failure(connectionError ?? err);
   } finally {
     redis.disconnect();
   }

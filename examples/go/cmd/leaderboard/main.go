@@ -7,8 +7,14 @@
 //	leaderboard tier PLAYER      a player's tier label (null while unplaced)
 //	leaderboard friends ID...    the placed ones among ids, best first (ZMSCORE)
 //
-// $REDIS_URL (default redis://127.0.0.1:6379/0), $ADR_NAMESPACE (default adr). Exit status 0;
-// 1 for an unknown player (rank, tier) or Redis unreachable; 2 for usage.
+// $REDIS_URL (default redis://127.0.0.1:6379/0), $ADR_NAMESPACE (default adr). Every read works
+// for the read-only ACL user of deploy/redis/acl-users.acl: read commands and read-only scripts
+// (EVALSHA_RO, EVAL_RO), no MULTI. It first checks the pool's layout version ({NS}:layout).
+//
+// Exit status, as docs/leaderboards.md's table says for every reader: 0 found; 1 an unknown
+// player (rank, tier, around) or an unplaced one (around); 2 usage; 3 Redis unreachable or an
+// error; 4 permission denied (NOPERM, a wrong user or password); 5 a layout version this reader
+// does not know.
 package main
 
 import (
@@ -38,7 +44,47 @@ type Board struct {
 }
 
 func (b Board) lb() string              { return "{" + b.ns + "}:lb" }
+func (b Board) layout() string          { return "{" + b.ns + "}:layout" }
 func (b Board) player(id string) string { return "{" + b.ns + "}:player:" + id }
+
+// Exit statuses: docs/leaderboards.md, "Exit status".
+const (
+	exitFound    = 0
+	exitNotFound = 1
+	exitUsage    = 2
+	exitRedis    = 3
+	exitDenied   = 4
+	exitLayout   = 5
+)
+
+// layoutVersions are the {NS}:layout values this reader knows; an absent key reads as layout 2
+// (written before the key existed, docs/leaderboards.md, "Compatibility").
+var layoutVersions = map[string]bool{"2": true}
+
+// errUnknownLayout: {NS}:layout names a layout this reader does not know.
+var errUnknownLayout = errors.New("unknown layout")
+
+// CheckLayout returns errUnknownLayout (wrapped, with the value) unless the pool's layout
+// version is one this reader knows or absent.
+func (b Board) CheckLayout(ctx context.Context) error {
+	v, err := b.rdb.Get(ctx, b.layout()).Result()
+	if errors.Is(err, redis.Nil) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !layoutVersions[v] {
+		return fmt.Errorf("%w: %s is layout %q; this reader knows layout 2: upgrade the reader", errUnknownLayout, b.layout(), v)
+	}
+	return nil
+}
+
+// text is a script's or a command's string reply; false for nil (RESP2) or Lua false (RESP3).
+func text(v interface{}) (string, bool) {
+	s, ok := v.(string)
+	return s, ok
+}
 func textOrNil(s string) *string {
 	if s == "" {
 		return nil
@@ -47,14 +93,23 @@ func textOrNil(s string) *string {
 }
 func rankFrom0(r int64) *int64 { r++; return &r }
 
-// around runs ZREVRANK and ZREVRANGE in one script, so no consumer batch lands in between.
+// around runs ZREVRANK and ZREVRANGE in one read-only script (EVALSHA_RO, EVAL_RO), so no
+// consumer batch lands in between.
 var around = redis.NewScript(`
 local r = redis.call('ZREVRANK', KEYS[1], ARGV[1])
 if not r then return false end
 local lo = math.max(0, r - tonumber(ARGV[2]))
 return {lo, redis.call('ZREVRANGE', KEYS[1], lo, r + tonumber(ARGV[2]), 'WITHSCORES')}`)
 
-// entries adds each member's tier (one pipelined HGET each) to ranked (member, score) pairs.
+// rank reads ZREVRANK and the hash's mu and tier in one read-only script: one state.
+var rank = redis.NewScript(`
+local r = redis.call('ZREVRANK', KEYS[1], ARGV[1])
+local fields = redis.call('HMGET', KEYS[2], 'mu', 'tier')
+return {r, fields[1], fields[2]}`)
+
+// entries adds each member's tier (one pipelined HGET each, not a transaction) to ranked
+// (member, score) pairs: the ranks and scores come from one command or script; a tier read
+// after it is at most the batches since newer, and moves only at the player's own event.
 func (b Board) entries(ctx context.Context, firstRank int64, zs []redis.Z) ([]Entry, error) {
 	pipe := b.rdb.Pipeline()
 	tiers := make([]*redis.StringCmd, len(zs))
@@ -82,41 +137,36 @@ func (b Board) Top(ctx context.Context, n int64) ([]Entry, error) {
 }
 
 // Rank returns one player's entry (nil if the player has no hash): ZREVRANK and HMGET in one
-// MULTI/EXEC, so rank and hash come from the same state.
+// read-only script, so rank and hash come from the same state.
 func (b Board) Rank(ctx context.Context, id string) (*Entry, error) {
-	var rank *redis.IntCmd
-	var fields *redis.SliceCmd
-	_, err := b.rdb.TxPipelined(ctx, func(p redis.Pipeliner) error {
-		rank = p.ZRevRank(ctx, b.lb(), id)
-		fields = p.HMGet(ctx, b.player(id), "mu", "tier")
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		return nil, err
-	}
-	values := fields.Val()
-	if values[0] == nil {
-		return nil, nil
-	}
-	// mu is stored as Python's repr of the double: ParseFloat gives the exact value back.
-	mu, err := strconv.ParseFloat(values[0].(string), 64)
+	reply, err := rank.RunRO(ctx, b.rdb, []string{b.lb(), b.player(id)}, id).Slice()
 	if err != nil {
 		return nil, err
 	}
-	tier, _ := values[1].(string) // nil if the hash has no tier field
+	muText, ok := text(reply[1])
+	if !ok {
+		return nil, nil
+	}
+	// mu is stored as Python's repr of the double: ParseFloat gives the exact value back.
+	mu, err := strconv.ParseFloat(muText, 64)
+	if err != nil {
+		return nil, err
+	}
+	tier, _ := text(reply[2]) // absent if the hash has no tier field
 	e := Entry{Player: id, Mu: mu, Tier: textOrNil(tier)}
-	if r, err := rank.Result(); err == nil {
+	if r, ok := reply[0].(int64); ok {
 		e.Rank = rankFrom0(r)
 	}
 	return &e, nil
 }
 
-// Around returns the placed players within k ranks of id (empty if id is unplaced).
+// Around returns the placed players within k ranks of id (nil if id is unplaced or unknown).
 func (b Board) Around(ctx context.Context, id string, k int64) ([]Entry, error) {
-	reply, err := around.Run(ctx, b.rdb, []string{b.lb()}, id, k).Slice()
-	if errors.Is(err, redis.Nil) {
-		return []Entry{}, nil
+	cmd := around.RunRO(ctx, b.rdb, []string{b.lb()}, id, k)
+	if errors.Is(cmd.Err(), redis.Nil) || cmd.Val() == false {
+		return nil, nil
 	}
+	reply, err := cmd.Slice()
 	if err != nil {
 		return nil, err
 	}
@@ -183,66 +233,105 @@ func env(name, fallback string) string {
 	return fallback
 }
 
-func main() { os.Exit(run(os.Args[1:])) }
+// quiet drops go-redis's own log lines (its dial retries): the one error that ends the command is
+// reported once, on stderr, with its exit status.
+type quiet struct{}
+
+func (quiet) Printf(context.Context, string, ...interface{}) {}
+
+func main() {
+	redis.SetLogger(quiet{})
+	os.Exit(run(os.Args[1:]))
+}
+
+// failure is the exit status and the message for err: denied for NOPERM and failed
+// authentication, layout for an unknown layout version, Redis for everything else.
+func failure(err error) int {
+	switch {
+	case errors.Is(err, errUnknownLayout):
+		fmt.Fprintln(os.Stderr, "leaderboard:", err)
+		return exitLayout
+	case redis.HasErrorPrefix(err, "NOPERM"), redis.HasErrorPrefix(err, "WRONGPASS"),
+		redis.HasErrorPrefix(err, "NOAUTH"):
+		fmt.Fprintln(os.Stderr, "leaderboard: permission denied:", err)
+		return exitDenied
+	}
+	fmt.Fprintln(os.Stderr, "leaderboard:", err)
+	return exitRedis
+}
+
+func notFound(id, why string) int {
+	fmt.Fprintf(os.Stderr, "leaderboard: player %q %s\n", id, why)
+	return exitNotFound
+}
 
 func run(args []string) int {
 	usage := func() int {
 		fmt.Fprintln(os.Stderr, "usage: leaderboard top N | rank PLAYER | around PLAYER K | tier PLAYER | friends ID...")
-		return 2
+		return exitUsage
 	}
-	if len(args) < 2 {
+	arity := map[string]int{"top": 2, "rank": 2, "around": 3, "tier": 2}
+	if len(args) < 2 || (arity[args[0]] != 0 && len(args) != arity[args[0]]) {
+		return usage()
+	}
+	var n, k int64
+	switch args[0] {
+	case "top":
+		var perr error
+		if n, perr = strconv.ParseInt(args[1], 10, 64); perr != nil || n < 1 {
+			return usage()
+		}
+	case "around":
+		var perr error
+		if k, perr = strconv.ParseInt(args[2], 10, 64); perr != nil || k < 0 {
+			return usage()
+		}
+	case "rank", "tier", "friends":
+	default:
 		return usage()
 	}
 	opts, err := redis.ParseURL(env("REDIS_URL", "redis://127.0.0.1:6379/0"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "leaderboard:", err)
-		return 2
+		return exitUsage
 	}
+	opts.MaxRetries = 1
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
 	b := Board{rdb: rdb, ns: env("ADR_NAMESPACE", "adr")}
 	ctx := context.Background()
+	if err := b.CheckLayout(ctx); err != nil {
+		return failure(err)
+	}
 	var result interface{}
 	switch args[0] {
 	case "top":
-		n, perr := strconv.ParseInt(args[1], 10, 64)
-		if perr != nil || n < 1 {
-			return usage()
-		}
 		result, err = b.Top(ctx, n)
 	case "rank":
 		var e *Entry
 		if e, err = b.Rank(ctx, args[1]); err == nil && e == nil {
-			fmt.Fprintf(os.Stderr, "leaderboard: no player %q\n", args[1])
-			return 1
+			return notFound(args[1], "not found")
 		}
 		result = e
 	case "around":
-		if len(args) != 3 {
-			return usage()
+		var entries []Entry
+		if entries, err = b.Around(ctx, args[1], k); err == nil && entries == nil {
+			return notFound(args[1], "is not on the leaderboard")
 		}
-		k, perr := strconv.ParseInt(args[2], 10, 64)
-		if perr != nil || k < 0 {
-			return usage()
-		}
-		result, err = b.Around(ctx, args[1], k)
+		result = entries
 	case "tier":
 		tier, terr := b.Tier(ctx, args[1])
 		if errors.Is(terr, redis.Nil) {
-			fmt.Fprintf(os.Stderr, "leaderboard: no player %q\n", args[1])
-			return 1
+			return notFound(args[1], "not found")
 		}
 		result, err = map[string]interface{}{"player": args[1], "tier": textOrNil(tier)}, terr
 	case "friends":
 		result, err = b.Friends(ctx, args[1:])
-	default:
-		return usage()
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "leaderboard:", err)
-		return 1
+		return failure(err)
 	}
 	out, _ := json.Marshal(result)
 	fmt.Println(string(out))
-	return 0
+	return exitFound
 }
