@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import logging
 import sys
 from collections.abc import Sequence
@@ -48,6 +49,29 @@ class MissingExtra(SystemExit):
         super().__init__(EXIT_USAGE)
 
 
+DISTRIBUTION = "adr-stream"
+
+
+def version() -> str:
+    """`adr-stream X.Y.Z`: the installed distribution's version (pyproject's, via its metadata)."""
+    try:
+        return f"{DISTRIBUTION} {importlib.metadata.version(DISTRIBUTION)}"
+    except importlib.metadata.PackageNotFoundError:  # the sources on PYTHONPATH, not installed
+        return f"{DISTRIBUTION} (not installed: no package metadata)"
+
+
+def _add_version(parser: argparse.ArgumentParser) -> None:
+    """--version on this parser and on every subcommand under it (`adr leaderboard top`)."""
+    if "--version" not in parser._option_string_actions:
+        parser.add_argument(
+            "--version", action="version", version=version(), help="print the version and exit"
+        )
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _add_version(child)
+
+
 def _load(module_name: str):  # type: ignore[no-untyped-def]
     return importlib.import_module(module_name)
 
@@ -57,11 +81,13 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         prog="adr",
         description="adr-stream: Adaptive Dynamic Rating for free-for-all arenas.",
     )
+    _add_version(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     wanted = next((a for a in argv if not a.startswith("-")), None)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)
+        _add_version(sp)
         # Import only the chosen subcommand's module: keeps `adr --help` and `adr replay` light.
         if name == wanted:
             try:
@@ -72,6 +98,7 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
                     raise MissingExtra(name, top) from exc
                 raise
             module.add_arguments(sp)
+            _add_version(sp)
             logs.add_log_level_argument(sp)
             sp.set_defaults(_run=module.run)
     return parser

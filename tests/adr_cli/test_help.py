@@ -64,3 +64,43 @@ def test_a_missing_extra_is_named_not_a_traceback() -> None:
     assert done.returncode == 2
     assert "pip install 'adr-stream[eval]'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _leaf_commands() -> list[list[str]]:
+    """Every command line prefix `adr` accepts: each subcommand and its own subcommands."""
+    found: list[list[str]] = [[]]
+    for name in sorted(SUBCOMMANDS):
+        try:
+            parser = _subparser(name)
+        except ModuleNotFoundError:
+            continue
+        found.append([name])
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                found.extend([name, child] for child in action.choices)
+    return found
+
+
+@pytest.mark.parametrize("command", _leaf_commands(), ids=" ".join)
+def test_every_command_prints_the_package_version(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`adr --version`, `adr check --version`, `adr topics create --version`...: the installed
+    distribution's version from its metadata, on stdout, exit 0."""
+    import importlib.metadata
+
+    argv = [*command, "--version"]
+    with pytest.raises(SystemExit) as exited:
+        build_parser(argv).parse_args(argv)
+    assert exited.value.code == 0
+    expected = importlib.metadata.version("adr-stream")
+    assert capsys.readouterr().out.strip() == f"adr-stream {expected}"
+
+
+def test_the_version_is_pyprojects() -> None:
+    import importlib.metadata
+    import tomllib
+    from pathlib import Path
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert importlib.metadata.version("adr-stream") == pyproject["project"]["version"]
