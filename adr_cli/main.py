@@ -72,6 +72,21 @@ def _add_version(parser: argparse.ArgumentParser) -> None:
                 _add_version(child)
 
 
+class NotInThisInstall(SystemExit):
+    """A subcommand whose package this installation leaves out (the service image carries no
+    stack/, loadgen/ or evaluation/): a message, exit status 2, no traceback."""
+
+    def __init__(self, name: str, package: str) -> None:
+        print(
+            f"adr {name}: not in this installation (no '{package}' package; the service image "
+            "carries consume, calibrate, leaderboard, check, topics and replay): run it from a "
+            "source install (pip install -e '.[dev]') or, for simulate, the image's "
+            "'simulator' target",
+            file=sys.stderr,
+        )
+        super().__init__(EXIT_USAGE)
+
+
 def _load(module_name: str):  # type: ignore[no-untyped-def]
     return importlib.import_module(module_name)
 
@@ -96,6 +111,8 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
                 top = (exc.name or "").partition(".")[0]
                 if name in EXTRAS and top in EXTRAS[name][0]:
                     raise MissingExtra(name, top) from exc
+                if top == module_name.partition(".")[0]:
+                    raise NotInThisInstall(name, top) from exc
                 raise
             module.add_arguments(sp)
             _add_version(sp)

@@ -104,3 +104,21 @@ def test_the_version_is_pyprojects() -> None:
 
     pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     assert importlib.metadata.version("adr-stream") == pyproject["project"]["version"]
+
+
+@pytest.mark.parametrize("name", ["simulate", "stack", "evaluate"])
+def test_a_development_command_left_out_of_the_image_is_named_not_a_traceback(name: str) -> None:
+    """The service image has no stack/, loadgen/, evaluation/: `adr simulate` there says so."""
+    import subprocess
+    import sys
+
+    top = SUBCOMMANDS[name][0].partition(".")[0]
+    probe = (
+        f"import sys; sys.modules[{top!r}] = None\n"
+        "from adr_cli.main import main\n"
+        f"sys.exit(main([{name!r}, '--help']))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert f"adr {name}: not in this installation (no '{top}' package" in done.stderr
+    assert "Traceback" not in done.stderr
