@@ -53,11 +53,13 @@ DISTRIBUTION = "adr-stream"
 
 
 def version() -> str:
-    """`adr-stream X.Y.Z`: the installed distribution's version (pyproject's, via its metadata)."""
+    """`adr-stream X.Y.Z (compiled build)`: the installed distribution's version (pyproject's,
+    via its metadata) and which build runs (runtime/compiled.py: compiled, or the pure sources)."""
+    build = "compiled build" if compiled.state() == "compiled" else "pure build"
     try:
-        return f"{DISTRIBUTION} {importlib.metadata.version(DISTRIBUTION)}"
+        return f"{DISTRIBUTION} {importlib.metadata.version(DISTRIBUTION)} ({build})"
     except importlib.metadata.PackageNotFoundError:  # the sources on PYTHONPATH, not installed
-        return f"{DISTRIBUTION} (not installed: no package metadata)"
+        return f"{DISTRIBUTION} (not installed: no package metadata; {build})"
 
 
 def _add_version(parser: argparse.ArgumentParser) -> None:
