@@ -24,6 +24,7 @@ from typing import Any, Final
 from adr_cli._errors import CliError
 from runtime import add_kafka_arguments, kafka_settings_from_args, redact_text
 from runtime.kafka_settings import Broker
+from runtime.logs import kafka_logger
 from schemas import (
     DEFAULT_MAX_AGE_MS,
     DEFAULT_MAX_FUTURE_MS,
@@ -40,6 +41,7 @@ EXIT_UNREADABLE: Final = 3
 EXIT_EMPTY: Final = 4
 _METADATA_TIMEOUT_S: Final = 15.0
 _DEFAULT_COUNT: Final = 10
+_KAFKA_LOG: Final = kafka_logger("adr.check.kafka")
 
 
 @dataclass(frozen=True, slots=True)
@@ -203,7 +205,9 @@ def _topic_samples(args: argparse.Namespace) -> list[Sample]:
         "enable.partition.eof": True,
     }
     try:
-        consumer = Consumer(kafka.apply(ours, {"bootstrap.servers": bootstrap}))
+        consumer = Consumer(
+            {**kafka.apply(ours, {"bootstrap.servers": bootstrap}), "logger": _KAFKA_LOG}
+        )
     except KafkaException as exc:
         raise _BrokerError(redact_text(str(exc))) from None
     try:
