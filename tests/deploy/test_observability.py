@@ -66,18 +66,57 @@ def test_dashboard_queries_only_metrics_the_code_defines(panel: str, expr: str) 
     assert problems(expr, _code_definitions()) == [], panel
 
 
+def _exported_by(package: str) -> set[str]:
+    return {
+        n for m in _code_definitions().metrics if m.where.startswith(package) for n in m.exposed()
+    }
+
+
 @pytest.mark.parametrize(("panel", "expr"), _dashboard_exprs())
 def test_every_dashboard_query_is_of_the_chosen_rating_pools(panel: str, expr: str) -> None:
     """Each series a panel selects is filtered by the `pool` variable (the label the scrape
-    configs add: docs/operations.md, "Alerts"), so pools running side by side are told apart."""
+    configs add: docs/operations.md, "Alerts"), and a consumer's series by the `group`
+    variable too (a tier job's, which has no group, matches an empty one), so pools and
+    consumer groups running side by side are told apart."""
+    consumer, tierjob = _exported_by("consumer"), _exported_by("tierjob")
     selectors = re.findall(r"\b(adr_[a-z0-9_]+)(\{[^}]*\})?", expr)
     assert selectors, panel
     for metric, labels in selectors:
         assert 'pool=~"$pool"' in labels, f"{panel}: {metric} is not filtered by $pool"
+        if metric in consumer:
+            wanted = 'group=~"$group|"' if metric in tierjob else 'group=~"$group"'
+            assert wanted in labels, f"{panel}: {metric} is not filtered by $group"
     for path, dash in dashboards():
-        (pool,) = [v for v in dash["templating"]["list"] if v["name"] == "pool"]
+        variables = {v["name"]: v for v in dash["templating"]["list"]}
+        pool, group = variables["pool"], variables["group"]
         assert pool["query"]["query"] == "label_values(adr_events_consumed_total, pool)", path
-        assert pool["includeAll"] and pool["multi"] and pool["allValue"] == ".*", path
+        assert group["query"]["query"] == (
+            'label_values(adr_events_consumed_total{pool=~"$pool"}, group)'
+        ), path
+        for variable in (pool, group):
+            assert variable["multi"] and variable["allValue"] == ".*", path
+
+
+@pytest.mark.parametrize(("panel", "expr"), _dashboard_exprs())
+def test_every_dashboard_query_is_per_pool_and_group_never_summed_across(
+    panel: str, expr: str
+) -> None:
+    """Each aggregation keeps `pool` (and, over a consumer's series, `group`): selecting
+    several pools, or All, draws one line per pool instead of their sum."""
+    consumer = _exported_by("consumer")
+    groupings = promql_refs(expr).groupings
+    assert groupings, f"{panel}: one line per process, not per pool"
+    for labels, names in groupings:
+        assert "pool" in labels, f"{panel}: aggregation over {sorted(names)} by {labels}"
+        if names & consumer:
+            assert "group" in labels, f"{panel}: aggregation over {sorted(names)} by {labels}"
+
+
+def test_every_dashboard_legend_names_the_pool() -> None:
+    for _, dash in dashboards():
+        for panel in panels(dash):
+            for target in panel.get("targets", []):
+                assert target["legendFormat"].startswith("{{pool}}"), panel["title"]
 
 
 def test_every_metric_of_the_design_is_on_the_dashboard() -> None:
