@@ -71,6 +71,13 @@ def test_the_quickstart_gives_a_first_rating_within_a_minute(tmp_path: Path) -> 
     answered = max(t for t, cmd in stamps if "leaderboard rank alice" in cmd)
     assert answered - published < 60_000, f"{(answered - published) / 1000:.1f} s"
     assert "adr stack: stopped kafka" in done.stderr
+    # librdkafka's own lines went through loggers: none raw (`%4|...|GETPID|...`), here or in
+    # the consumer's log, where every line is a JSON object (its config one too).
+    assert not re.search(r"^%\d\|", done.stderr, re.M), done.stderr
+    consume_log = Path("/tmp/adr-consume.log").read_text().splitlines()
+    logged = [json.loads(line) for line in consume_log]
+    started = next(x for x in logged if x["msg"] == "consumer started")
+    assert isinstance(started["config"], dict)
 
 
 def _build_lines() -> list[str]:
