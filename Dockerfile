@@ -16,9 +16,10 @@
 # The base is pinned by digest: a rebuild gets the same OS and Python bits, and a moved tag
 # changes nothing until someone moves the digest here (docker buildx imagetools inspect
 # python:3.11-slim prints the current one; tests/deploy/test_image.py checks that every FROM
-# is pinned). This digest is one that public projects pin python:3.11-slim to (found in two
-# unrelated repositories' Dockerfiles, one through AWS's mirror of Docker Hub's library); it was
-# not pulled here (no Docker on the development machine): a first build confirms it resolves.
+# is pinned). This digest is one that public projects pin python:3.11-slim to, found in two
+# unrelated repositories (a Dockerfile pulling it through AWS's mirror of Docker Hub's library,
+# and a test that builds a Dockerfile FROM it); it was not pulled here (no Docker on the
+# development machine): a first build confirms it resolves.
 # VERSION and REVISION fill the OCI labels: docker build --build-arg
 # VERSION=$(adr --version | cut -d' ' -f2) --build-arg REVISION=$(git rev-parse HEAD) .
 ARG BASE=python:3.11-slim@sha256:9c900dea9e8fb7e16277c179b555cc72d29a352dbc33cff48ad5a0412fd5bfc7
