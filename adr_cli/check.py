@@ -24,6 +24,7 @@ from typing import Any, Final
 from adr_cli._errors import CliError
 from runtime import add_kafka_arguments, kafka_settings_from_args, redact_text
 from runtime.kafka_settings import Broker
+from runtime.logs import kafka_logger
 from schemas import (
     DEFAULT_MAX_AGE_MS,
     DEFAULT_MAX_FUTURE_MS,
@@ -37,8 +38,10 @@ EXIT_VALID: Final = 0
 EXIT_INVALID: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_UNREADABLE: Final = 3
+EXIT_EMPTY: Final = 4
 _METADATA_TIMEOUT_S: Final = 15.0
 _DEFAULT_COUNT: Final = 10
+_KAFKA_LOG: Final = kafka_logger("adr.check.kafka")
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +97,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Input: FILE... (each one raw message), or stdin (one raw message; with --hex one "
         "message per line), or --topic. Exit status: 0 every message valid; 1 at least one "
         "invalid; 2 usage (bad flags, a line that is not hex); 3 a file or the broker could "
-        "not be read."
+        "not be read; 4 nothing to check (no message in the input or read from --topic). "
+        "The event-time window is the consumer's own default unless --max-age-s/"
+        "--max-future-s say otherwise; judge the bytes written for a vector of "
+        "schemas/vectors with --now-ms set to the file's now_ms."
     )
     add = parser.add_argument
     add("files", nargs="*", metavar="FILE",
@@ -115,9 +121,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="judge event times against this clock, ms (default: now; e.g. a vectors file's "
         "now_ms)")  # fmt: skip
     add("--max-age-s", type=float, default=DEFAULT_MAX_AGE_MS / 1000,
-        help="oldest accepted event time before now, s (the consumer's default 3600)")  # fmt: skip
+        help="oldest accepted event time before now, s (default: the consumer's, "
+        f"{_days(DEFAULT_MAX_AGE_MS)})")  # fmt: skip
     add("--max-future-s", type=float, default=DEFAULT_MAX_FUTURE_MS / 1000,
-        help="newest accepted event time after now, s (the consumer's default 60)")  # fmt: skip
+        help="newest accepted event time after now, s (default: the consumer's, "
+        f"{DEFAULT_MAX_FUTURE_MS // 1000})")  # fmt: skip
+
+
+def _days(ms: int) -> str:
+    """`604800 = 7 days`: the default age window in seconds, as the consumer's help says it."""
+    seconds = ms // 1000
+    return f"{seconds} = {seconds / 86_400:g} days" if seconds % 86_400 == 0 else str(seconds)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -148,6 +162,10 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(json.dumps(line, ensure_ascii=False) + "\n")
     sys.stdout.flush()
     print(json.dumps({"checked": sum(counts.values()), **counts}), file=sys.stderr)
+    if not sum(counts.values()):
+        # An empty pipe (an encoder that printed nothing) must not pass as "all valid".
+        print("adr check: nothing to check: no message in the input", file=sys.stderr)
+        return EXIT_EMPTY
     return EXIT_INVALID if counts["invalid"] else EXIT_VALID
 
 
@@ -187,7 +205,9 @@ def _topic_samples(args: argparse.Namespace) -> list[Sample]:
         "enable.partition.eof": True,
     }
     try:
-        consumer = Consumer(kafka.apply(ours, {"bootstrap.servers": bootstrap}))
+        consumer = Consumer(
+            {**kafka.apply(ours, {"bootstrap.servers": bootstrap}), "logger": _KAFKA_LOG}
+        )
     except KafkaException as exc:
         raise _BrokerError(redact_text(str(exc))) from None
     try:

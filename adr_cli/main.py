@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import logging
 import sys
 from collections.abc import Sequence
@@ -48,6 +49,46 @@ class MissingExtra(SystemExit):
         super().__init__(EXIT_USAGE)
 
 
+DISTRIBUTION = "adr-stream"
+
+
+def version() -> str:
+    """`adr-stream X.Y.Z (compiled build)`: the installed distribution's version (pyproject's,
+    via its metadata) and which build runs (runtime/compiled.py: compiled, or the pure sources)."""
+    build = "compiled build" if compiled.state() == "compiled" else "pure build"
+    try:
+        return f"{DISTRIBUTION} {importlib.metadata.version(DISTRIBUTION)} ({build})"
+    except importlib.metadata.PackageNotFoundError:  # the sources on PYTHONPATH, not installed
+        return f"{DISTRIBUTION} (not installed: no package metadata; {build})"
+
+
+def _add_version(parser: argparse.ArgumentParser) -> None:
+    """--version on this parser and on every subcommand under it (`adr leaderboard top`)."""
+    if "--version" not in parser._option_string_actions:
+        parser.add_argument(
+            "--version", action="version", version=version(), help="print the version and exit"
+        )
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                _add_version(child)
+
+
+class NotInThisInstall(SystemExit):
+    """A subcommand whose package this installation leaves out (the service image carries no
+    stack/, loadgen/ or evaluation/): a message, exit status 2, no traceback."""
+
+    def __init__(self, name: str, package: str) -> None:
+        print(
+            f"adr {name}: not in this installation (no '{package}' package; the service image "
+            "carries consume, calibrate, leaderboard, check, topics and replay): run it from a "
+            "source install (pip install -e '.[dev]') or, for simulate, the image's "
+            "'simulator' target",
+            file=sys.stderr,
+        )
+        super().__init__(EXIT_USAGE)
+
+
 def _load(module_name: str):  # type: ignore[no-untyped-def]
     return importlib.import_module(module_name)
 
@@ -57,11 +98,13 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
         prog="adr",
         description="adr-stream: Adaptive Dynamic Rating for free-for-all arenas.",
     )
+    _add_version(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     wanted = next((a for a in argv if not a.startswith("-")), None)
     for name, (module_name, help_text) in SUBCOMMANDS.items():
         sp = sub.add_parser(name, help=help_text, description=help_text)
+        _add_version(sp)
         # Import only the chosen subcommand's module: keeps `adr --help` and `adr replay` light.
         if name == wanted:
             try:
@@ -70,8 +113,11 @@ def build_parser(argv: Sequence[str]) -> argparse.ArgumentParser:
                 top = (exc.name or "").partition(".")[0]
                 if name in EXTRAS and top in EXTRAS[name][0]:
                     raise MissingExtra(name, top) from exc
+                if top == module_name.partition(".")[0]:
+                    raise NotInThisInstall(name, top) from exc
                 raise
             module.add_arguments(sp)
+            _add_version(sp)
             logs.add_log_level_argument(sp)
             sp.set_defaults(_run=module.run)
     return parser

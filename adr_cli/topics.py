@@ -11,12 +11,18 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import logging
 import sys
 from collections.abc import Mapping
 from typing import Any, Final
 
 from runtime import RuntimeConfigError, add_kafka_arguments, kafka_settings_from_args, redact_text
 from runtime.kafka_settings import Broker
+from runtime.logs import kafka_logger
+
+log = logging.getLogger("adr.topics")
+KAFKA_LOG: Final = kafka_logger("adr.topics.kafka")
+"""librdkafka's own lines (a refused connection, say), as JSON log lines like every other."""
 
 EXIT_OK: Final = 0
 EXIT_MISMATCH: Final = 1
@@ -51,9 +57,23 @@ class TopicState:
     config: Mapping[str, str]
 
 
-def specs(args: argparse.Namespace) -> list[TopicSpec]:
-    """The four topics, from the flags."""
-    rf = args.replication_factor
+def replication(args: argparse.Namespace, brokers: int | None) -> int:
+    """--replication-factor, capped at the brokers the cluster has (a one-broker development
+    stack cannot hold 3 replicas: creating would fail), with a warning when it is."""
+    wanted = int(args.replication_factor)
+    if brokers is None or brokers < 1 or wanted <= brokers:
+        return wanted
+    log.warning(
+        "replication factor capped at the broker count",
+        extra={"replication_factor": wanted, "brokers": brokers, "used": brokers},
+    )
+    return brokers
+
+
+def specs(args: argparse.Namespace, rf: int | None = None) -> list[TopicSpec]:
+    """The four topics, from the flags (`rf`: the replication factor `replication` fitted to
+    the cluster; default --replication-factor)."""
+    rf = args.replication_factor if rf is None else rf
     insync = str(min(2, rf))
     kill_max = str(args.max_message_bytes)
     common = {"min.insync.replicas": insync}
@@ -114,8 +134,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     Broker.add_arguments(parser)
     add("--partitions", type=int, default=12,
         help="partitions of kill-events and rating-changes (default 12)")  # fmt: skip
-    add("--replication-factor", type=int, default=3, help="replicas per partition (default 3); "
-        "min.insync.replicas is set to min(2, this)")  # fmt: skip
+    add("--replication-factor", type=int, default=3, help="replicas per partition (default 3; "
+        "capped at the cluster's broker count, with a warning); min.insync.replicas is set to "
+        "min(2, this)")  # fmt: skip
     add("--consumer-replicas", type=int, default=1,
         help="consumer replicas planned; more than kill-events' partitions is flagged")  # fmt: skip
     add("--kill-retention-ms", type=int, default=-1, help="kill-events retention "
@@ -143,20 +164,34 @@ def run(args: argparse.Namespace) -> int:
     if not args.timeout_s > 0:
         print("adr topics: --timeout-s must be > 0", file=sys.stderr)
         return EXIT_USAGE
-    timeout = args.timeout_s
+    admin = None
     try:
         bootstrap = Broker.from_args(args).bootstrap_servers
         kafka = kafka_settings_from_args(args)
-        admin = AdminClient(kafka.apply({}, {"bootstrap.servers": bootstrap}))
-        states = _describe(admin, specs(args), timeout)
+        conf: dict[str, Any] = kafka.apply({}, {"bootstrap.servers": bootstrap})
+        conf["logger"] = KAFKA_LOG
+        admin = AdminClient(conf)
+        return _create_or_check(admin, args)
     except RuntimeConfigError as exc:
         print(f"adr topics: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except (KafkaException, TimeoutError) as exc:
         print(f"adr topics: no broker answered: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_BROKER
+    finally:
+        if admin is not None:
+            # An admin client hands librdkafka's lines to KAFKA_LOG only when polled.
+            admin.poll(0)
+
+
+def _create_or_check(admin: Any, args: argparse.Namespace) -> int:
+    """One JSON line per topic on stdout; the exit status."""
+    timeout = args.timeout_s
+    brokers = len(admin.list_topics(timeout=timeout).brokers)
+    wanted = specs(args, replication(args, brokers))
+    states = _describe(admin, wanted, timeout)
     failed = False
-    for spec in specs(args):
+    for spec in wanted:
         state = states.get(spec.name)
         status = "ok"
         if state is None and args.action == "create":

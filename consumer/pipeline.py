@@ -35,6 +35,7 @@ from consumer.config import Config
 from engine import Params
 from redis_layout import Keys, stamp_layout
 from runtime import compiled
+from runtime.settings import settings_fields
 
 log = logging.getLogger("adr.consumer")
 
@@ -123,7 +124,7 @@ class Pipeline:
         self._subscribe()
         log.info(
             "consumer started",
-            extra={"config": self.config.__repr__(), "build": compiled.state()},
+            extra={"config": settings_fields(self.config), "build": compiled.state()},
         )
         stages = self.lifecycle
         try:

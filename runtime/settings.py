@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from runtime._errors import SettingsError
-from runtime._secrets import FILE_SUFFIX, MASK, env_value, redact_url
+from runtime._secrets import FILE_SUFFIX, MASK, env_value, redact_settings, redact_url
 
 CONFIG_FILE_ENV: Final = "ADR_CONFIG_FILE"
 _META: Final = "adr.setting"
@@ -333,6 +333,34 @@ def settings_repr(obj: object) -> str:
             value = redact_url(value) if isinstance(value, str) and "://" in value else MASK
         shown.append(f"{f.name}={value!r}")
     return f"{type(obj).__name__}({', '.join(shown)})"
+
+
+def settings_fields(obj: object) -> dict[str, Any]:
+    """The fields of a settings dataclass as a JSON object for a log line (`"config": {...}`),
+    secrets masked as `settings_repr` masks them: a nested settings object (KafkaSettings) by
+    its own `settings` with secret keys masked, a mapping as an object, anything else that JSON
+    cannot carry by its text."""
+    secret = {f.name for f in fields(type(obj)) if f.setting.secret}
+    shown: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):  # type: ignore[arg-type]
+        value = getattr(obj, f.name)
+        if f.name in secret and value not in ("", None):
+            value = redact_url(value) if isinstance(value, str) and "://" in value else MASK
+        shown[f.name] = _json_value(value)
+    return shown
+
+
+def _json_value(value: object) -> Any:
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    settings = getattr(value, "settings", None)
+    if dataclasses.is_dataclass(value) and isinstance(settings, Mapping):
+        return redact_settings(settings)  # KafkaSettings: the operator's librdkafka settings
+    if isinstance(value, Mapping):
+        return {str(k): _json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | frozenset | set):
+        return [_json_value(v) for v in value]
+    return str(value)
 
 
 def key_values(items: Iterable[str], bad: Callable[[str], Exception]) -> dict[str, str]:

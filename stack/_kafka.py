@@ -284,10 +284,12 @@ def _exercise(bootstrap: str) -> None:
     """Touch the broker's produce, fetch, group and transaction paths so their classes load."""
     from confluent_kafka import Consumer, Producer
 
-    from stack._topics import TopicAdmin
+    from stack._topics import KAFKA_LOG, TopicAdmin
 
     topic = TopicAdmin(bootstrap).create("cds-training", partitions=2)
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": "cds-training"})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": "cds-training", "logger": KAFKA_LOG}
+    )
     producer.init_transactions(60)
     producer.begin_transaction()
     for i in range(100):
@@ -299,6 +301,7 @@ def _exercise(bootstrap: str) -> None:
             "group.id": "cds-training",
             "auto.offset.reset": "earliest",
             "isolation.level": "read_committed",
+            "logger": KAFKA_LOG,
         }
     )
     consumer.subscribe([topic])

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
+from runtime.logs import kafka_logger
 from stack._errors import StackError
+
+KAFKA_LOG = kafka_logger("adr.stack.kafka")
+"""librdkafka's own lines of the stack's clients, as JSON log lines."""
 
 
 class TopicAdmin:
@@ -16,7 +21,9 @@ class TopicAdmin:
 
     def __init__(self, bootstrap: str, settings: Mapping[str, str] | None = None) -> None:
         self.bootstrap = bootstrap
-        self.client = AdminClient({**(settings or {}), "bootstrap.servers": bootstrap})
+        conf: dict[str, Any] = {**(settings or {}), "bootstrap.servers": bootstrap}
+        conf["logger"] = KAFKA_LOG
+        self.client = AdminClient(conf)
 
     def create(
         self,

@@ -289,7 +289,10 @@ class SecuredBroker:
             UserScramCredentialUpsertion,
         )
 
-        admin = AdminClient({"bootstrap.servers": self.plaintext})
+        from stack._topics import KAFKA_LOG
+
+        conf: dict[str, Any] = {"bootstrap.servers": self.plaintext, "logger": KAFKA_LOG}
+        admin = AdminClient(conf)
         info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 4096)
         upsert = UserScramCredentialUpsertion(user, info, password.encode())
         for future in admin.alter_user_scram_credentials([upsert]).values():

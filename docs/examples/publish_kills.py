@@ -6,6 +6,7 @@ and a Kafka client does the same. Run: python docs/examples/publish_kills.py loc
 
 from __future__ import annotations
 
+import logging
 import sys
 import time
 import uuid
@@ -27,6 +28,9 @@ def make_producer(bootstrap_servers: str) -> Producer:
             "compression.type": "lz4",
             # The Java client's partitioner: every publisher puts an arena on the same partition.
             "partitioner": "murmur2_random",
+            # librdkafka's own lines (a broker not reachable yet, say) through Python's logging,
+            # formatted as your service's other logs, not written raw to stderr.
+            "logger": logging.getLogger("publish_kills.kafka"),
         }
     )
 
@@ -63,6 +67,7 @@ def _delivered(err: object, msg: object) -> None:
 
 
 if __name__ == "__main__":
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     p = make_producer(sys.argv[1] if len(sys.argv) > 1 else "localhost:9092")
     publish_kill(p, "arena-42", "alice", "bob")
     publish_kill(p, "arena-42", "bob", "carol")

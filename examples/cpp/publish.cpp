@@ -4,12 +4,15 @@
 // (the Java client's partitioner; librdkafka's default, consistent_random, is CRC32 and puts
 // an arena on another partition than Java, Go or Python publishers would).
 // Exits 0 once every message is acknowledged, 1 otherwise (after $ADR_DELIVERY_TIMEOUT_MS,
-// default 30000), 2 on bad input.
+// default 30000), 2 on bad input: a line that is not a kill event, or one the consumer would
+// dead-letter (an id over 64 bytes, a self-kill, ts outside [now - 7 days, now + 60 s] of
+// $ADR_NOW_MS or the clock; check()).
 // With --hex it only encodes: one hex line per event on stdout (tested against schemas/vectors).
 #include <librdkafka/rdkafkacpp.h>
 #include <msgpack.hpp>
 #include <nlohmann/json.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -50,6 +53,37 @@ KillEvent parse(const std::string& line) {
   if (e.id.empty() || e.arena.empty() || e.attacker.empty() || e.victim.empty())
     throw std::runtime_error("id, arena, attacker and victim must be non-empty");
   return e;
+}
+
+// The consumer's limits (schemas/kill_event.md): every id 1-64 bytes of UTF-8, and ts within
+// [now - 7 days, now + 60 s] of the consumer's clock.
+constexpr std::size_t kMaxIdBytes = 64;
+constexpr std::int64_t kMaxAgeMs = 7LL * 24 * 60 * 60 * 1000;
+constexpr std::int64_t kMaxFutureMs = 60 * 1000;
+
+// The clock ts is judged against: $ADR_NOW_MS when set (the tests judge schemas/vectors at the
+// file's now_ms, as `adr check --now-ms` does), else this machine's.
+std::int64_t now_ms() {
+  if (const char* v = std::getenv("ADR_NOW_MS"); v && *v) return std::stoll(v);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+// Refuses what the consumer would dead-letter, so it is never published: an id over 64 bytes
+// (bad_id), attacker == victim (self_kill), ts outside the window (ts_out_of_range).
+void check(const KillEvent& e, std::int64_t now) {
+  for (const auto* f : {&e.id, &e.arena, &e.attacker, &e.victim}) {
+    if (f->size() > kMaxIdBytes)
+      throw std::runtime_error("an id is " + std::to_string(f->size()) +
+                               " bytes, at most 64 bytes of UTF-8 (bad_id)");
+  }
+  if (e.attacker == e.victim)
+    throw std::runtime_error("attacker and victim are both \"" + e.attacker +
+                             "\": a self-kill is not sent (self_kill)");
+  if (e.ts < now - kMaxAgeMs || e.ts > now + kMaxFutureMs)
+    throw std::runtime_error("ts " + std::to_string(e.ts) +
+                             " is outside [now - 7 days, now + 60 s]: milliseconds? (ts_out_of_range)");
 }
 
 std::string to_hex(const std::string& bytes) {
@@ -119,6 +153,7 @@ int main(int argc, char** argv) {
     KillEvent e;
     try {
       e = parse(line);
+      check(e, now_ms());
       value = encode(e);
     } catch (const std::exception& ex) {
       std::cerr << "publish: line " << line_no << ": " << ex.what() << "\n";

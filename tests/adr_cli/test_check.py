@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -175,3 +176,56 @@ def test_dead_letters_are_shown_with_the_consumers_reason_headers(
         assert x["headers"]["source_topic"] == topic
         assert x["headers"]["source_partition"] == "0"
         assert int(x["headers"]["source_offset"]) >= 1
+
+
+def test_the_default_window_is_the_consumers_and_the_help_says_so() -> None:
+    """One source for both: `adr check`'s defaults are the consumer's config defaults, and its
+    --help prints them (it once said 3600 s while the consumer kept 7 days)."""
+    import argparse
+
+    from adr_cli.check import add_arguments
+    from consumer import Config
+
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args([])
+    consumer = Config()
+    assert round(args.max_age_s * 1000) == consumer.max_age_ms
+    assert round(args.max_future_s * 1000) == consumer.max_future_ms
+    text = parser.format_help()
+    assert f"{consumer.max_age_ms // 1000} = 7 days" in " ".join(text.split())
+    assert "3600" not in text
+
+
+def test_an_event_stamped_now_passes_without_now_ms() -> None:
+    """What a publisher pipes in today (ts from the current clock) is valid with the defaults;
+    the same bytes 8 days old are not."""
+    now = time.time_ns() // 1_000_000
+    event = {"v": 1, "id": "e1", "arena": "arena-3", "attacker": "p17", "victim": "p4"}
+    fresh = msgpack.packb({**event, "ts": now}).hex()
+    stale = msgpack.packb({**event, "ts": now - 8 * 86_400_000}).hex()
+    rc, lines, err = _adr_check("--hex", stdin=f"{fresh}\n".encode())
+    assert rc == 0 and lines[0]["verdict"] == "valid", err
+    rc, lines, _ = _adr_check("--hex", stdin=f"{stale}\n".encode())
+    assert rc == 1 and lines[0]["reason"] == "ts_out_of_range"
+
+
+def test_empty_input_is_not_a_pass() -> None:
+    """An encoder that printed nothing (or only comments) gets exit 4, not 0."""
+    for text in (b"", b"\n\n", b"# nothing\n"):
+        rc, lines, err = _adr_check("--hex", stdin=text)
+        assert (rc, lines) == (4, []), err
+        assert "nothing to check" in err
+
+
+def test_the_documented_vector_check_passes_every_valid_vector() -> None:
+    """docs/game-servers.md's line for a vector's bytes, run as written on the vectors' valid
+    hex: exit 0 (without --now-ms their 2025 times are out of today's window)."""
+    doc = (REPO / "docs" / "game-servers.md").read_text()
+    match = re.search(r"^(adr check --hex --now-ms (\d+))\s", doc, re.M)
+    assert match is not None, "docs/game-servers.md: no `adr check --hex --now-ms` line"
+    assert match.group(2) == NOW
+    valid = "\n".join(v["hex"] for v in HEX_VECTORS if v["verdict"] == "valid") + "\n"
+    rc, lines, err = _adr_check(*match.group(1).split()[2:], stdin=valid.encode())
+    assert rc == 0, err
+    assert len(lines) == sum(v["verdict"] == "valid" for v in HEX_VECTORS)

@@ -64,3 +64,62 @@ def test_a_missing_extra_is_named_not_a_traceback() -> None:
     assert done.returncode == 2
     assert "pip install 'adr-stream[eval]'" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def _leaf_commands() -> list[list[str]]:
+    """Every command line prefix `adr` accepts: each subcommand and its own subcommands."""
+    found: list[list[str]] = [[]]
+    for name in sorted(SUBCOMMANDS):
+        try:
+            parser = _subparser(name)
+        except ModuleNotFoundError:
+            continue
+        found.append([name])
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                found.extend([name, child] for child in action.choices)
+    return found
+
+
+@pytest.mark.parametrize("command", _leaf_commands(), ids=" ".join)
+def test_every_command_prints_the_package_version(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`adr --version`, `adr check --version`, `adr topics create --version`...: the installed
+    distribution's version from its metadata, on stdout, exit 0."""
+    import importlib.metadata
+
+    argv = [*command, "--version"]
+    with pytest.raises(SystemExit) as exited:
+        build_parser(argv).parse_args(argv)
+    assert exited.value.code == 0
+    expected = importlib.metadata.version("adr-stream")
+    out = capsys.readouterr().out.strip()
+    assert out in (f"adr-stream {expected} (compiled build)", f"adr-stream {expected} (pure build)")
+
+
+def test_the_version_is_pyprojects() -> None:
+    import importlib.metadata
+    import tomllib
+    from pathlib import Path
+
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert importlib.metadata.version("adr-stream") == pyproject["project"]["version"]
+
+
+@pytest.mark.parametrize("name", ["simulate", "stack", "evaluate"])
+def test_a_development_command_left_out_of_the_image_is_named_not_a_traceback(name: str) -> None:
+    """The service image has no stack/, loadgen/, evaluation/: `adr simulate` there says so."""
+    import subprocess
+    import sys
+
+    top = SUBCOMMANDS[name][0].partition(".")[0]
+    probe = (
+        f"import sys; sys.modules[{top!r}] = None\n"
+        "from adr_cli.main import main\n"
+        f"sys.exit(main([{name!r}, '--help']))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert done.returncode == 2, done.stderr
+    assert f"adr {name}: not in this installation (no '{top}' package" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -52,9 +52,12 @@ def test_problems_names_each_shortfall() -> None:
     ]
 
 
-def _adr_topics(bootstrap: str, action: str, names: dict[str, str], *extra: str):
+def _adr_topics(
+    bootstrap: str, action: str, names: dict[str, str], *extra: str, rf: str | None = "1"
+):
+    replication = [] if rf is None else ["--replication-factor", rf]
     argv = [sys.executable, "-m", "adr_cli.main", "topics", action, "--bootstrap-servers",
-            bootstrap, "--replication-factor", "1", "--partitions", "3",
+            bootstrap, *replication, "--partitions", "3",
             "--kill-topic", names["kill"], "--rating-topic", names["rating"],
             "--tier-topic", names["tier"], "--dlq-topic", names["dlq"], *extra]  # fmt: skip
     done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
@@ -107,3 +110,50 @@ def test_no_broker_is_exit_3() -> None:
         "3",
     )
     assert code == 3, err
+
+
+def _json_lines(text: str) -> list[dict[str, object]]:
+    """Every line parsed as JSON: a raw librdkafka line (`%3|...|FAIL|...`) fails here."""
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
+
+
+def test_the_default_replication_fits_a_one_broker_cluster(
+    kafka_bootstrap: str, kafka_admin, unique_name
+) -> None:
+    """The README's local stack has one broker: `adr topics create` with its default (3)
+    creates the topics with 1 replica and says so in a JSON warning; check then passes."""
+    brokers = len(kafka_admin.client.list_topics(timeout=10).brokers)
+    if brokers != 1:
+        pytest.skip(f"the test broker has {brokers} brokers")
+    names = {role: unique_name(role) for role in ("kill", "rating", "tier", "dlq")}
+    code, lines, err = _adr_topics(kafka_bootstrap, "create", names, rf=None)
+    assert code == 0, (lines, err)
+    assert [line["replication"] for line in lines] == [1, 1, 1, 1]
+    warnings = [x for x in _json_lines(err) if x["msg"].startswith("replication factor capped")]
+    assert len(warnings) == 1
+    assert (warnings[0]["replication_factor"], warnings[0]["brokers"]) == (3, 1)
+    code, lines, err = _adr_topics(kafka_bootstrap, "check", names, rf=None)
+    assert code == 0 and {line["status"] for line in lines} == {"ok"}, err
+    # An explicit factor is capped the same way: creating with 3 on one broker would fail.
+    code, _, err = _adr_topics(kafka_bootstrap, "check", names, rf="5")
+    assert code == 0, err
+
+
+@pytest.mark.integration  # waits for the client to give up on an absent broker
+def test_librdkafkas_own_lines_are_json_log_lines() -> None:
+    """With no broker, librdkafka reports refused connections; they reach stderr as JSON log
+    lines (logger adr.topics.kafka), never as its raw `%3|...` text; stdout stays empty."""
+    names = {role: role for role in ("kill", "rating", "tier", "dlq")}
+    argv = [sys.executable, "-m", "adr_cli.main", "topics", "check", "--bootstrap-servers",
+            "127.0.0.1:1", "--kafka-config", "socket.timeout.ms=2000", "--timeout-s", "3",
+            "--log-level", "debug", *(f"--{r}-topic={n}" for r, n in names.items())]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3
+    assert done.stdout == ""
+    lines = done.stderr.strip().splitlines()
+    message = [x for x in lines if x.startswith("adr topics: no broker answered")]
+    assert len(message) == 1, done.stderr
+    logged = _json_lines("\n".join(x for x in lines if x not in message))
+    assert any(
+        x["logger"] == "adr.topics.kafka" and "Connect to" in str(x["msg"]) for x in logged
+    ), done.stderr

@@ -3,6 +3,7 @@ are refused at start, and no password reaches a log line."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -73,6 +74,15 @@ def test_no_password_in_any_log_line(
         assert "consumer started" in text
         assert f"127.0.0.1:{server.port}" in text and "***" in text
         assert PASSWORD not in text
+        # The config is a JSON object in the start line, not a Python repr string.
+        started = next(
+            json.loads(line) for line in text.splitlines() if '"consumer started"' in line
+        )
+        config = started["config"]
+        assert isinstance(config, dict) and config["topic"] == topic
+        assert config["redis_url"] == f"redis://:***@127.0.0.1:{server.port}/0"
+        assert config["kafka"] == {"sasl.password": "***"}
+        assert config["batch_size"] == 1000
     finally:
         server.stop()
 

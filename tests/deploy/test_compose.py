@@ -53,13 +53,17 @@ def test_pipeline_and_monitoring_services_exist() -> None:
 @pytest.mark.parametrize("name", ADR_SERVICES)
 def test_adr_services_run_commands_adr_has(name: str) -> None:
     from adr_cli.main import SUBCOMMANDS, build_parser
+    from tests.deploy.test_image import packages_of_target
 
     service = _services()[name]
-    assert _VAR.sub(lambda m: m[2], service["image"]).startswith("adr-stream:")
-    assert service["build"] == "."
+    assert _VAR.sub(lambda m: m[2], service["image"]).startswith("adr-stream")
+    assert service["build"]["context"] == "."
     assert (REPO / "Dockerfile").is_file()
     command = service["command"]
     assert command[0] in SUBCOMMANDS
+    # The image the service builds holds the package its subcommand runs.
+    top_package = SUBCOMMANDS[command[0]][0].partition(".")[0]
+    assert top_package in packages_of_target(service["build"]["target"]), name
     build_parser(command).parse_args(command)  # SystemExit on an unknown flag
 
 

@@ -21,15 +21,89 @@ def _packages() -> list[str]:
     return sorted({p.rstrip("*").rstrip(".") for p in include})
 
 
-def test_dockerfile_copies_every_package_and_the_build_files() -> None:
-    dockerfile = (REPO / "Dockerfile").read_text()
-    copied = {  # the sources of every `COPY SRC... DEST`
+DEV_ONLY = {"stack", "loadgen", "evaluation"}
+"""Development packages: the local stack, the load generator, the evaluation. Never in the
+service image (issue 27); `adr simulate` has its own `simulator` target."""
+
+
+def _stages_by_name() -> dict[str, tuple[str | None, str]]:
+    """stage name -> (the stage it is FROM, when another stage; its text)."""
+    out: dict[str, tuple[str | None, str]] = {}
+    for text in _stages():
+        header = text.splitlines()[0].split()
+        name = header[2] if len(header) == 3 and header[1].upper() == "AS" else str(len(out))
+        parent = header[0] if header[0] in out else None
+        out[name] = (parent, text)
+    return out
+
+
+def _copied(text: str) -> set[str]:
+    """The build-context sources of every `COPY SRC... DEST` (not `COPY --from`)."""
+    return {
         name.rstrip("/")
-        for m in re.finditer(r"^COPY\s+(.+)\s+\S+$", dockerfile, re.M)
+        for m in re.finditer(r"^COPY\s+(?!--from)(.+)\s+\S+$", text, re.M)
         for name in m.group(1).split()
     }
-    assert {"pyproject.toml", _pyproject()["project"]["readme"]} <= copied
-    assert set(_packages()) <= copied
+
+
+def packages_of_target(target: str) -> set[str]:
+    """The packages a `docker build --target TARGET` image carries: those copied into the
+    stages its /opt/adr comes from (COPY --from=STAGE) and the stages those derive from."""
+    stages = _stages_by_name()
+    seen: set[str] = set()
+    todo = [target]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        parent, text = stages[name]
+        if parent:
+            todo.append(parent)
+        todo.extend(re.findall(r"^COPY --from=(\S+)", text, re.M))
+    copied = set().union(*(_copied(stages[n][1]) for n in seen))
+    return copied & set(_packages())
+
+
+def test_the_default_image_carries_the_services_only() -> None:
+    """The last stage (what `docker build .` makes) has every package but the development
+    ones, and the build files; the simulator target adds loadgen, nothing else."""
+    last = list(_stages_by_name())[-1]
+    assert last == "service"
+    build = _stages_by_name()["build"][1]
+    assert {"pyproject.toml", _pyproject()["project"]["readme"]} <= _copied(build)
+    assert packages_of_target("service") == set(_packages()) - DEV_ONLY
+    assert packages_of_target("simulator") == set(_packages()) - DEV_ONLY | {"loadgen"}
+
+
+def test_no_service_package_imports_a_development_one() -> None:
+    """The service image would fail at import otherwise (a consumer reaching into stack/)."""
+    service = set(_packages()) - DEV_ONLY
+    bad = []
+    for package in sorted(service):
+        for path in (REPO / package).rglob("*.py"):
+            for line in path.read_text().splitlines():
+                m = re.match(r"\s*(?:from|import)\s+(\w+)", line)
+                if m and m.group(1) in DEV_ONLY:
+                    bad.append(f"{path.relative_to(REPO)}: {line.strip()}")
+    assert not bad
+
+
+def test_the_base_is_pinned_by_digest_and_the_image_has_oci_labels() -> None:
+    text = (REPO / "Dockerfile").read_text()
+    base = re.search(r"^ARG BASE=(\S+)$", text, re.M)
+    assert base is not None
+    assert re.fullmatch(r"python:3\.11-slim@sha256:[0-9a-f]{64}", base.group(1))
+    stages = _stages_by_name()
+    for name, (parent, body) in stages.items():
+        image = body.split()[0]
+        assert parent or image == "${BASE}", f"stage {name}: FROM {image} is not the pinned base"
+    labels = dict(re.findall(r"(org\.opencontainers\.image\.[a-z.]+)=\"([^\"]*)\"", text))
+    for key in ("title", "description", "version", "revision", "licenses", "base.name"):
+        assert labels.get(f"org.opencontainers.image.{key}"), key
+    assert labels["org.opencontainers.image.licenses"] == _pyproject()["project"]["license"]
+    version = re.search(r"^ARG VERSION=(\S+)$", text, re.M)
+    assert version is not None and version.group(1) == _pyproject()["project"]["version"]
 
 
 def test_every_data_file_of_a_package_is_package_data() -> None:
@@ -56,7 +130,8 @@ def test_the_image_runs_the_compiled_build() -> None:
     """The build stage installs the wheel (setup.py compiles it with mypyc) and fails unless
     `status`, run outside the sources, says compiled; the final stage carries that environment
     without the compiler."""
-    build, final = _stages()
+    stages = _stages_by_name()
+    build, final = stages["build"][1], stages["service"][1] + stages["runtime"][1]
     install = re.search(r"(\S+)/bin/pip install -c constraints\.txt \.(?: |$)", build, re.M)
     assert install is not None and "-e" not in install.group(0)
     venv = install.group(1)

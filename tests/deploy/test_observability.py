@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -65,18 +66,57 @@ def test_dashboard_queries_only_metrics_the_code_defines(panel: str, expr: str) 
     assert problems(expr, _code_definitions()) == [], panel
 
 
+def _exported_by(package: str) -> set[str]:
+    return {
+        n for m in _code_definitions().metrics if m.where.startswith(package) for n in m.exposed()
+    }
+
+
 @pytest.mark.parametrize(("panel", "expr"), _dashboard_exprs())
 def test_every_dashboard_query_is_of_the_chosen_rating_pools(panel: str, expr: str) -> None:
     """Each series a panel selects is filtered by the `pool` variable (the label the scrape
-    configs add: docs/operations.md, "Alerts"), so pools running side by side are told apart."""
+    configs add: docs/operations.md, "Alerts"), and a consumer's series by the `group`
+    variable too (a tier job's, which has no group, matches an empty one), so pools and
+    consumer groups running side by side are told apart."""
+    consumer, tierjob = _exported_by("consumer"), _exported_by("tierjob")
     selectors = re.findall(r"\b(adr_[a-z0-9_]+)(\{[^}]*\})?", expr)
     assert selectors, panel
     for metric, labels in selectors:
         assert 'pool=~"$pool"' in labels, f"{panel}: {metric} is not filtered by $pool"
+        if metric in consumer:
+            wanted = 'group=~"$group|"' if metric in tierjob else 'group=~"$group"'
+            assert wanted in labels, f"{panel}: {metric} is not filtered by $group"
     for path, dash in dashboards():
-        (pool,) = [v for v in dash["templating"]["list"] if v["name"] == "pool"]
+        variables = {v["name"]: v for v in dash["templating"]["list"]}
+        pool, group = variables["pool"], variables["group"]
         assert pool["query"]["query"] == "label_values(adr_events_consumed_total, pool)", path
-        assert pool["includeAll"] and pool["multi"] and pool["allValue"] == ".*", path
+        assert group["query"]["query"] == (
+            'label_values(adr_events_consumed_total{pool=~"$pool"}, group)'
+        ), path
+        for variable in (pool, group):
+            assert variable["multi"] and variable["allValue"] == ".*", path
+
+
+@pytest.mark.parametrize(("panel", "expr"), _dashboard_exprs())
+def test_every_dashboard_query_is_per_pool_and_group_never_summed_across(
+    panel: str, expr: str
+) -> None:
+    """Each aggregation keeps `pool` (and, over a consumer's series, `group`): selecting
+    several pools, or All, draws one line per pool instead of their sum."""
+    consumer = _exported_by("consumer")
+    groupings = promql_refs(expr).groupings
+    assert groupings, f"{panel}: one line per process, not per pool"
+    for labels, names in groupings:
+        assert "pool" in labels, f"{panel}: aggregation over {sorted(names)} by {labels}"
+        if names & consumer:
+            assert "group" in labels, f"{panel}: aggregation over {sorted(names)} by {labels}"
+
+
+def test_every_dashboard_legend_names_the_pool() -> None:
+    for _, dash in dashboards():
+        for panel in panels(dash):
+            for target in panel.get("targets", []):
+                assert target["legendFormat"].startswith("{{pool}}"), panel["title"]
 
 
 def test_every_metric_of_the_design_is_on_the_dashboard() -> None:
@@ -105,7 +145,9 @@ def test_the_alerts_the_issue_names_exist() -> None:
 
 
 # Where every alert's runbook_url points: a section of the docs on the project's repository.
-RUNBOOK_BASE = "https://github.com/adr-stream/adr-stream/blob/main/"
+RUNBOOKS = "docs/runbooks.md"
+"""The runbooks, by their path in the repository: the rule files' runbook_url is this + #alert;
+each kustomize overlay replaces it with its RUNBOOKS_URL."""
 # The labels every aggregation of an alert keeps, by rule group: the rating pool and, for the
 # consumer, its consumer group (a rebuild runs its own pool and group beside production's).
 ALERT_SCOPE = {"adr-stream.consumer": {"pool", "group"}, "adr-stream.tierjob": {"pool"}}
@@ -147,10 +189,57 @@ def test_github_anchors_follow_githubs_rules() -> None:
 @pytest.mark.parametrize(("group", "rule"), RULES)
 def test_every_alert_has_a_runbook_url_to_a_docs_heading(group: str, rule: dict[str, Any]) -> None:
     url = rule["annotations"]["runbook_url"]
-    assert url.startswith(RUNBOOK_BASE)
-    path, _, anchor = url.removeprefix(RUNBOOK_BASE).partition("#")
+    path, _, anchor = url.partition("#")
+    assert path == RUNBOOKS
     assert anchor == rule["alert"].lower(), "one section per alert, named after it"
     assert anchor in github_anchors((REPO / path).read_text()), f"{path} has no #{anchor}"
+
+
+def test_the_runbooks_have_a_section_per_alert_and_no_other() -> None:
+    headings = re.findall(r"^## (\S+)$", (REPO / RUNBOOKS).read_text(), re.M)
+    assert sorted(headings) == sorted(r["alert"] for _, r in _rules())
+
+
+@pytest.mark.parametrize(("group", "rule"), RULES)
+def test_every_alert_has_a_description_naming_its_scope(group: str, rule: dict[str, Any]) -> None:
+    """A description beside the summary (what fired and where to look first), naming the pool
+    (and the consumer group) the alert is about."""
+    description = rule["annotations"].get("description", "")
+    assert len(description) > len(rule["annotations"]["summary"]), rule["alert"]
+    for label in sorted(ALERT_SCOPE[group] & {"pool"}):
+        assert f"{{{{ $labels.{label} }}}}" in description, rule["alert"]
+
+
+def _overlay_with_runbooks(tmp_path: Path, env: str, url: str) -> Path:
+    """A copy of overlay `env` whose RUNBOOKS_URL is `url` (its base by absolute path)."""
+    source = REPO / "deploy" / "k8s" / "overlays" / env
+    target = tmp_path / env
+    shutil.copytree(source, target)
+    kustomization = target / "kustomization.yaml"
+    base = os.path.relpath(source.parent.parent / "base", target)  # kustomize: no absolute
+    text = kustomization.read_text().replace("../../base", base)
+    assert f"RUNBOOKS_URL={RUNBOOKS}\n" in text
+    kustomization.write_text(text.replace(f"RUNBOOKS_URL={RUNBOOKS}", f"RUNBOOKS_URL={url}"))
+    return target
+
+
+@pytest.mark.parametrize("env", overlay_names())
+def test_one_overlay_value_sets_every_runbook_url(tmp_path: Path, env: str) -> None:
+    """RUNBOOKS_URL in the overlay is the one place: every rendered runbook_url is it plus the
+    alert's anchor, and the local ConfigMap carrying it is not applied."""
+    from tests.deploy._render import render
+
+    url = "https://git.games.test/platform/adr-stream/-/blob/v0.1.0/docs/runbooks.md"
+    docs = render(_overlay_with_runbooks(tmp_path, env, url))
+    assert not [d for d in docs if d["metadata"]["name"] == "adr-runbooks"]
+    rule = next(d for d in docs if d["kind"] == "PrometheusRule")
+    urls = {
+        r["alert"]: r["annotations"]["runbook_url"]
+        for g in rule["spec"]["groups"]
+        for r in g["rules"]
+    }
+    assert urls == {alert: f"{url}#{alert.lower()}" for alert in urls}
+    assert len(urls) == len(_rules())
 
 
 @pytest.mark.parametrize(("group", "rule"), RULES)

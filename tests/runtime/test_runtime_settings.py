@@ -23,6 +23,7 @@ from runtime.settings import (
     add_settings_arguments,
     fields,
     setting,
+    settings_fields,
     settings_from_args,
     settings_repr,
 )
@@ -365,3 +366,27 @@ def test_short_commands_read_flags_and_environment_but_no_config_file(tmp_path: 
     assert Broker.from_args(parser.parse_args(["--bootstrap-servers", "f:2"]), env) == Broker("f:2")
     with pytest.raises(SystemExit):  # argparse: unrecognized arguments
         parser.parse_args(["--config", "x.toml"])
+
+
+def test_settings_fields_are_a_json_object_with_the_secrets_masked() -> None:
+    """What a service's start line logs as `config`: an object a log pipeline can index, the
+    same masking as the repr, nested Kafka settings as an object with secret keys masked."""
+    import json
+
+    from consumer import Config
+    from runtime import KafkaSettings
+
+    demo = Demo(url="redis://:hunter2@cache:6379/0", token="s3cret", extra=("a", "b"))
+    fields_ = settings_fields(demo)
+    assert fields_ == {
+        "name": "adr", "count": 3, "ratio": 0.5, "every": None, "port": 9100,
+        "url": "redis://:***@cache:6379/0", "token": "***", "who": "w", "extra": ["a", "b"],
+    }  # fmt: skip
+    config = Config(
+        redis_url="redis://:hunter2@cache:6379/0",
+        kafka=KafkaSettings({"sasl.password": "hunter2", "security.protocol": "SASL_SSL"}),
+    )
+    text = json.dumps(settings_fields(config), allow_nan=False)
+    assert "hunter2" not in text
+    assert json.loads(text)["kafka"] == {"sasl.password": "***", "security.protocol": "SASL_SSL"}
+    assert json.loads(text)["max_age_ms"] == config.max_age_ms

@@ -6,7 +6,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
+	"time"
 
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -30,6 +32,44 @@ type Input struct {
 	Attacker string          `json:"attacker"`
 	Victim   string          `json:"victim"`
 	TS       json.RawMessage `json:"ts"`
+}
+
+// The consumer's limits (schemas/kill_event.md): every id 1-64 bytes of UTF-8, and ts within
+// [now - 7 days, now + 60 s] of the consumer's clock.
+const (
+	MaxIDBytes  = 64
+	MaxAgeMs    = 7 * 24 * 60 * 60 * 1000
+	MaxFutureMs = 60 * 1000
+)
+
+// NowMs is the clock ts is judged against: $ADR_NOW_MS when set (the tests judge
+// schemas/vectors at the file's now_ms, as `adr check --now-ms` does), else this machine's.
+func NowMs() int64 {
+	if v, err := strconv.ParseInt(os.Getenv("ADR_NOW_MS"), 10, 64); err == nil {
+		return v
+	}
+	return time.Now().UnixMilli()
+}
+
+// Check refuses what the consumer would dead-letter, so it is never published: an id empty or
+// over 64 bytes (bad_id), attacker == victim (self_kill), ts outside the window around nowMs
+// (ts_out_of_range: seconds or microseconds instead of milliseconds, a clock off).
+func Check(e KillEvent, nowMs int64) error {
+	for _, f := range []struct{ name, value string }{
+		{"id", e.ID}, {"arena", e.Arena}, {"attacker", e.Attacker}, {"victim", e.Victim},
+	} {
+		if len(f.value) == 0 || len(f.value) > MaxIDBytes {
+			return fmt.Errorf("%s must be 1-%d bytes of UTF-8, got %d (bad_id)", f.name, MaxIDBytes, len(f.value))
+		}
+	}
+	if e.Attacker == e.Victim {
+		return fmt.Errorf("attacker and victim are both %q: a self-kill is not sent (self_kill)", e.Attacker)
+	}
+	if e.TS < nowMs-MaxAgeMs || e.TS > nowMs+MaxFutureMs {
+		return fmt.Errorf("ts %d is outside [now - 7 days, now + 60 s] = [%d, %d]: milliseconds? (ts_out_of_range)",
+			e.TS, nowMs-MaxAgeMs, nowMs+MaxFutureMs)
+	}
+	return nil
 }
 
 // FromJSON parses one input line; ts must be an integer (ms), every id non-empty.

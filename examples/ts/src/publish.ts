@@ -5,7 +5,9 @@
 // Java-compatible murmur2 partitioner, named explicitly (kafkajs 1.x defaulted to a
 // partitioner that differed from Java's; 2.x warns when none is given).
 // Exits 0 once every message is acknowledged, 1 otherwise (after $ADR_DELIVERY_TIMEOUT_MS,
-// default 30000), 2 on bad input.
+// default 30000), 2 on bad input: a line that is not a kill event, or one the consumer would
+// dead-letter (an id over 64 bytes, a self-kill, ts outside [now - 7 days, now + 60 s] of
+// $ADR_NOW_MS or the clock; parseLine).
 // With --hex it only encodes: one hex line per event on stdout (tested against schemas/vectors).
 import * as readline from "node:readline";
 import { Kafka, Partitioners, logLevel, type Message } from "kafkajs";

@@ -5,7 +5,9 @@
 // hashes keys with Kafka's murmur2 exactly as the Java client (and librdkafka's
 // murmur2_random) does, so an arena lands on the same partition from every publisher.
 // Exits 0 once every record is acknowledged, 1 otherwise (after $ADR_DELIVERY_TIMEOUT_MS,
-// default 30000), 2 on bad input. With -hex it only encodes: one hex
+// default 30000), 2 on bad input: a line that is not a kill event, or one the consumer would
+// dead-letter (an id over 64 bytes, a self-kill, ts outside [now - 7 days, now + 60 s] of
+// $ADR_NOW_MS or the clock; killevent.Check). With -hex it only encodes: one hex
 // line per event on stdout (what the tests compare with schemas/vectors).
 package main
 
@@ -80,6 +82,9 @@ func run(hexOnly bool) int {
 			continue
 		}
 		e, err := killevent.FromJSON(in.Bytes())
+		if err == nil {
+			err = killevent.Check(e, killevent.NowMs())
+		}
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "publish: line %d: %v\n", line, err)
 			return 2
