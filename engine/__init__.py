@@ -20,7 +20,9 @@ from engine._decay import (
     idle_days,
     is_returning,
 )
+from engine._elo import EloConfig, EloModel, EloOutcome, EloState
 from engine._errors import EngineError, ParamError
+from engine._glicko2 import Glicko2Config, Glicko2Model, Glicko2Outcome, Glicko2State
 from engine._kill import KillOutcome, predict, rate_kill
 from engine._learning_rate import eta, eta_base, eta_streak, eta_trend, eta_vol, window_mean
 from engine._model import HashFields, Outcome, RatingModel
@@ -37,6 +39,12 @@ from engine._snapshot import (
 )
 from engine._state import EMPTY_SNAPSHOT, PlayerState, Snapshot, initial_snapshot, new_player
 from engine._tiers import can_place, h_down_next, h_up_next, tier_of, tier_step
+from engine._trueskill import (
+    TrueSkillConfig,
+    TrueSkillModel,
+    TrueSkillOutcome,
+    TrueSkillState,
+)
 from engine._update import (
     capped_mu,
     evidence_weight,
@@ -49,6 +57,7 @@ from engine._update import (
     victim_raw,
     window_next,
 )
+from engine._weng_lin import WengLinConfig, WengLinModel, WengLinOutcome, WengLinState
 from engine.params import (
     MS_PER_DAY,
     TIER_COUNT,
@@ -70,7 +79,15 @@ __all__ = [
     "TIER_COUNT",
     "TIER_LABELS",
     "AdrModel",
+    "EloConfig",
+    "EloModel",
+    "EloOutcome",
+    "EloState",
     "EngineError",
+    "Glicko2Config",
+    "Glicko2Model",
+    "Glicko2Outcome",
+    "Glicko2State",
     "HashFields",
     "KillOutcome",
     "Outcome",
@@ -80,7 +97,15 @@ __all__ = [
     "RatingBook",
     "RatingModel",
     "Snapshot",
+    "TrueSkillConfig",
+    "TrueSkillModel",
+    "TrueSkillOutcome",
+    "TrueSkillState",
     "Verdict",
+    "WengLinConfig",
+    "WengLinModel",
+    "WengLinOutcome",
+    "WengLinState",
     "activity_time",
     "boundary_targets",
     "bounded_return_decay",
