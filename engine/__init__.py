@@ -26,6 +26,7 @@ from engine._glicko2 import Glicko2Config, Glicko2Model, Glicko2Outcome, Glicko2
 from engine._kill import KillOutcome, predict, rate_kill
 from engine._learning_rate import eta, eta_base, eta_streak, eta_trend, eta_vol, window_mean
 from engine._model import HashFields, Outcome, RatingModel
+from engine._model_book import ModelBook
 from engine._models import MODELS, model_named
 from engine._outcome import diffusion, outcome_probability, p_ab, p_ab_logistic
 from engine._sigma import sigma_mean, sigma_units
@@ -90,6 +91,7 @@ __all__ = [
     "Glicko2State",
     "HashFields",
     "KillOutcome",
+    "ModelBook",
     "Outcome",
     "ParamError",
     "Params",
