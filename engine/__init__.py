@@ -21,6 +21,9 @@ from engine._decay import (
     is_returning,
 )
 from engine._elo import EloConfig, EloModel, EloOutcome, EloState
+from engine._elo import expected_score as elo_expected_score
+from engine._elo import k_factor as elo_k_factor
+from engine._elo import reaches_top as elo_reaches_top
 from engine._errors import EngineError, ParamError
 from engine._glicko2 import Glicko2Config, Glicko2Model, Glicko2Outcome, Glicko2State
 from engine._kill import KillOutcome, predict, rate_kill
@@ -116,6 +119,9 @@ __all__ = [
     "decay_mu",
     "decay_sigma",
     "diffusion",
+    "elo_expected_score",
+    "elo_k_factor",
+    "elo_reaches_top",
     "eta",
     "eta_base",
     "eta_streak",

@@ -1,4 +1,5 @@
-"""Elo (../shared/seeds/elo-rating-system.txt): each counted kill is one game the attacker wins.
+"""Elo (the seed article on the Elo rating system): each counted kill is one game the attacker
+wins.
 
 E_A = 1/(1 + 10^((R_B − R_A)/400)) (the seed's logistic, base 10); R_A' = R_A + K_A·(1 − E_A),
 R_B' = R_B + K_B·(0 − (1 − E_A)), both from the ratings before the game. K is fixed, or one of the
@@ -100,9 +101,15 @@ def k_factor(state: EloState, config: EloConfig) -> float:
     return config.k
 
 
+def reaches_top(games: int, rating: float, config: EloConfig) -> bool:
+    """FIDE: a rating of at least top_rating published after fide_games games or more (every
+    post-game rating is published here); from then on K is k_top for good."""
+    return games >= config.fide_games and rating >= config.top_rating
+
+
 def _after(state: EloState, rating: float, ts: int, config: EloConfig) -> EloState:
     n = state.n + 1
-    top = state.top or (n >= config.fide_games and rating >= config.top_rating)
+    top = state.top or reaches_top(n, rating, config)
     return EloState(rating=rating, n=n, last_ts=ts, top=top)
 
 

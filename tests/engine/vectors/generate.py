@@ -8,7 +8,7 @@ Writes, next to this file (committed; tests/engine/test_engine_models_vectors.py
                   backend, and its builtin backend beside it (the package's own float spread);
   weng_lin.json   openskill's PlackettLuce.rate / BradleyTerryFull.rate on [[winner], [loser]];
   glicko2.json    Glickman's worked example ("Example of the Glicko-2 system"), as printed;
-  elo.json        the seed article's Elo examples (../shared seeds: elo-rating-system.txt), as
+  elo.json        the Elo seed article's examples (Wikipedia's "Elo rating system"), as
                   printed (rounded as the article rounds them).
 Cases are single games from a fixed grid plus seeded chains of games among a few players (each
 chain's states come from the reference only). Floats are written with repr: exact.
