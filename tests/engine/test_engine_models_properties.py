@@ -52,15 +52,16 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
 VARIANT = st.sampled_from(VARIANTS)
 
 _finite = st.floats(allow_nan=False, allow_infinity=False)
+_positive = st.floats(min_value=0.0, exclude_min=True, allow_infinity=False)
 _ts = st.none() | st.integers(0, 2**53)
 _n = st.integers(0, 2**40)
 STATES: dict[str, st.SearchStrategy[Any]] = {
     "elo": st.builds(EloState, rating=_finite, n=_n, last_ts=_ts, top=st.booleans()),
     "glicko2": st.builds(
-        Glicko2State, rating=_finite, rd=_finite, volatility=_finite, n=_n, last_ts=_ts
+        Glicko2State, rating=_finite, rd=_positive, volatility=_positive, n=_n, last_ts=_ts
     ),
-    "trueskill": st.builds(TrueSkillState, mu=_finite, sigma=_finite, n=_n, last_ts=_ts),
-    "weng-lin": st.builds(WengLinState, mu=_finite, sigma=_finite, n=_n, last_ts=_ts),
+    "trueskill": st.builds(TrueSkillState, mu=_finite, sigma=_positive, n=_n, last_ts=_ts),
+    "weng-lin": st.builds(WengLinState, mu=_finite, sigma=_positive, n=_n, last_ts=_ts),
 }
 IN_RANGE: dict[str, st.SearchStrategy[Any]] = {
     "elo": st.builds(EloState, rating=st.floats(-1000, 5000), n=st.integers(0, 200),
@@ -101,6 +102,35 @@ def test_the_codec_round_trips_any_state_bit_for_bit(name: str, data: st.DataObj
     fields = model.to_fields(state)
     assert exact(model.from_fields(fields)) == exact(state)
     assert fields[2:5] == (state.n, state.last_ts, 0)  # n, last_ts, tier: what readers read
+
+
+@pytest.mark.parametrize(
+    ("name", "index", "value"),
+    [
+        ("elo", 0, math.inf),
+        ("glicko2", 0, math.nan),
+        ("glicko2", 1, 0.0),
+        ("trueskill", 0, -math.inf),
+        ("trueskill", 1, -1.0),
+        ("weng-lin", 1, 0.0),
+        ("weng-lin", 1, math.nan),
+    ],
+)
+def test_a_value_out_of_the_models_domain_is_refused(name: str, index: int, value: float) -> None:
+    """What a model never writes (a non-finite float, σ or RD <= 0) fails at the codec, with a
+    ValueError the shell reports as a corrupt value, not later inside the formulas."""
+    model = model_named(name)
+    fields = list(model.to_fields(model.new_player()))
+    fields[index] = value
+    with pytest.raises(ValueError, match="out of its domain"):
+        model.from_fields(tuple(fields))  # type: ignore[arg-type]
+
+
+def test_a_glicko2_volatility_of_zero_is_refused() -> None:
+    model = model_named("glicko2")
+    fields = model.to_fields(model.new_player())
+    with pytest.raises(ValueError, match="volatility out of its domain"):
+        model.from_fields((*fields[:6], msgspec.msgpack.encode((0.0,))))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("name", OTHERS)
