@@ -156,6 +156,10 @@ def test_p_is_a_probability_symmetric_and_what_rate_uses(name: str, data: st.Dat
     assert out.p_ab == p and out.sigma_units_delta == 0
     assert out.attacker.n == a.n + 1 and out.victim.n == b.n + 1
     assert out.attacker.last_ts == ts == out.victim.last_ts
+    for state in (out.attacker, out.victim):  # a valid state: the codec takes it back
+        fields = model.to_fields(state)
+        assert all(math.isfinite(x) for x in fields[:2])
+        assert exact(model.from_fields(fields)) == exact(state)
     # the rating (the hash's mu: Elo's R, Glicko's r, μ) of the winner rises, the loser's falls
     # (not the display μ − kσ: a loss that shrinks σ can raise it)
     assert model.to_fields(out.attacker)[0] >= model.to_fields(a)[0]
@@ -238,3 +242,20 @@ def test_parameters_given_as_text_are_typed() -> None:
     assert model.config == EloConfig(k=16.0, fide_games=20, k_rule="fide")  # type: ignore[attr-defined]
     assert isinstance(model.config.k, float)  # type: ignore[attr-defined]
     assert model_named("glicko2", {"period_ms": 3600000}).config.period_ms == 3_600_000  # type: ignore[attr-defined]
+
+
+def test_trueskill_takes_the_limit_where_the_package_raises() -> None:
+    """An upset so large that Φ(t) underflows: V = −t and W = 1 (their limits; the package
+    raises a FloatingPointError there), and the states stay valid."""
+    from engine._gaussian import cdf, v_win, w_win
+
+    assert cdf(-40.0) == 0.0 and v_win(-40.0) == 40.0 and w_win(-40.0) == 1.0
+    assert w_win(40.0) == 0.0 or 0.0 < w_win(40.0) < 1e-300
+    model = model_named("trueskill")
+    weak = TrueSkillState(mu=-200.0, sigma=0.5, n=5, last_ts=0)
+    strong = TrueSkillState(mu=200.0, sigma=0.5, n=5, last_ts=0)
+    out = model.rate(weak, strong, 1, 0, 2, SNAPSHOT)
+    assert out.p_ab == 0.0  # Φ underflows: no finite-precision chance
+    assert out.attacker.mu > weak.mu and out.victim.mu < strong.mu
+    for state in (out.attacker, out.victim):
+        assert exact(model.from_fields(model.to_fields(state))) == exact(state)
