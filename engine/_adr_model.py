@@ -1,5 +1,6 @@
 """ADR as a `RatingModel`: today's functions (rate_kill, predict, activity_time, sigma_units),
-called unchanged, so the model gives the same states bit for bit (docs/algorithm.md#steps, steps 5–13).
+called unchanged, so the model gives the same states bit for bit (docs/algorithm.md#steps,
+steps 5–13).
 
 Compiled with mypyc (runtime/compiled.py): a call adds one method call and nothing else, no
 per-call object beyond rate_kill's own KillOutcome.

@@ -169,7 +169,9 @@ def glicko2_vectors() -> dict[str, Any]:
 def elo_vectors() -> dict[str, Any]:
     """The seed article's numbers, each with the precision it is printed to."""
     return {
-        "reference": "the Wikipedia article \"Elo rating system\" (its worked examples), values as printed",
+        "reference": (
+            "the Wikipedia article \"Elo rating system\" (its worked examples), values as printed"
+        ),
         "expected_by_difference": [[100.0, 0.64, 0.005], [200.0, 0.76, 0.005]],
         "tournament": {
             "player": 1613.0, "k": 32.0, "score": 2.5,
