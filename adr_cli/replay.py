@@ -21,8 +21,8 @@ import msgpack
 import msgspec
 
 from adr_cli._errors import CliError
-from adr_cli._event_ids import RESEND, EventIds
-from engine import COUNTED, TIER_LABELS, EngineError, ParamError, Params, RatingBook, Snapshot
+from adr_cli.event_rules import CountingRules
+from engine import TIER_LABELS, EngineError, ParamError, Params, RatingBook, Snapshot
 from runtime.params import add_param_argument, param_overrides
 
 EXIT_OK: Final = 0
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_IO
     started = time.monotonic()
     malformed = 0
-    by_id = _ById(EventIds(lateness_ms + params.pair_memory_ms))
+    by_id = CountingRules(book)
     try:
         progress = _Progress(stream, args.progress)
         for number, item in _records(stream, args.format):
@@ -140,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
                 malformed += 1
                 _log("warning", "malformed", line=number, reason=str(item))
                 continue
-            by_id.apply(book, item)
+            by_id.apply(item.id, item.arena, item.attacker, item.victim, item.ts)
             progress.tick(number)
         progress.done()
     except (OSError, ValueError) as exc:
@@ -252,7 +252,7 @@ def _msgpack_records(stream: IO[bytes]) -> Iterator[tuple[int, ReplayEvent | _Ma
 # -- output -----------------------------------------------------------------------------------
 
 
-def _write_outputs(out_dir: Path, book: RatingBook, malformed: int, by_id: _ById) -> None:
+def _write_outputs(out_dir: Path, book: RatingBook, malformed: int, by_id: CountingRules) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     with _atomic(out_dir / "players.jsonl") as out:
         for player, s in book.iter_players():
@@ -281,34 +281,6 @@ def _write_outputs(out_dir: Path, book: RatingBook, malformed: int, by_id: _ById
     with _atomic(out_dir / "population.json") as out:
         out.write(json.dumps(population, indent=2, allow_nan=False))
         out.write("\n")
-
-
-class _ById:
-    """The book behind the consumer's event-id rule (adr_cli/_event_ids.py): a counted id that
-    comes again within the horizon is a duplicate (same kill) or rejected (another kill) before
-    the book sees it; a late event stays late, as in the consumer, whose lateness check comes
-    first."""
-
-    __slots__ = ("ids", "resends", "reused")
-
-    def __init__(self, ids: EventIds) -> None:
-        self.ids = ids
-        self.resends = 0
-        self.reused = 0
-
-    def apply(self, book: RatingBook, item: ReplayEvent) -> None:
-        content = (item.arena, item.attacker, item.victim, item.ts)
-        self.ids.forget(book.watermark)  # as soon as the watermark lets the consumer sweep them
-        if not book.is_late(item.ts) and item.attacker != item.victim:  # the decoder rejects those
-            seen = self.ids.check(item.id, content)
-            if seen is not None:
-                if seen == RESEND:
-                    self.resends += 1
-                else:
-                    self.reused += 1
-                return
-        if book.apply(item.id, item.attacker, item.victim, item.ts) is COUNTED:
-            self.ids.remember(item.id, content)
 
 
 class _atomic:

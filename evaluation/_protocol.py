@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine import Params, Snapshot, h_down_next, h_up_next, take_snapshot, tier_of
+from engine import Params, Snapshot, take_snapshot, tier_of
+from evaluation._common_tiers import hysteresis_step
 from evaluation._stream import DAY_MS, Stream
 from evaluation._systems import RatingSystem
 
@@ -197,19 +198,13 @@ def run_protocol(
                     q_changes += 1
                 q_tier[i] = new_tier
                 h_old = int(h_tier[i])
-                if h_old == 0:
-                    h_tier[i] = new_tier
-                else:
-                    mu = float(cur[i])
-                    up = h_up_next(float(h_up[i]), mu, h_old, boundaries)
-                    down = h_down_next(float(h_down[i]), mu, h_old, boundaries)
-                    need = opts.hysteresis_sd * population_sd(k)
-                    if up >= need or down >= need:
-                        h_tier[i] = h_old - 1 if up >= need else h_old + 1
-                        up = down = 0.0
-                        if k >= test_start:
-                            h_changes += 1
-                    h_up[i], h_down[i] = up, down
+                need = opts.hysteresis_sd * population_sd(k) if h_old else 0.0
+                h_new, h_up[i], h_down[i] = hysteresis_step(
+                    h_old, float(h_up[i]), float(h_down[i]), float(cur[i]), boundaries, need
+                )
+                h_tier[i] = h_new
+                if h_old and h_new != h_old and k >= test_start:
+                    h_changes += 1
             if has_own:
                 t = system.tier(p) or 0
                 if k >= test_start and own_tier[i] and t and t != own_tier[i]:
