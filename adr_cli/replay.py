@@ -21,8 +21,8 @@ import msgpack
 import msgspec
 
 from adr_cli._errors import CliError
-from adr_cli.event_rules import CountingRules
 from engine import TIER_LABELS, EngineError, ParamError, Params, RatingBook, Snapshot
+from redis_layout.event_ids import CountingRules
 from runtime.params import add_param_argument, param_overrides
 
 EXIT_OK: Final = 0

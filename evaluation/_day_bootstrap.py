@@ -102,7 +102,8 @@ def ece_draws(h: HeldOut, m: np.ndarray, bins: int = CALIBRATION_BINS) -> tuple[
     gap = np.bincount(cell, weights=h.y - h.p, minlength=h.days * bins).reshape(h.days, bins)
     count = np.bincount(h.day, minlength=h.days).astype(float)
     point = float(np.abs(gap.sum(axis=0)).sum() / count.sum())
-    return point, np.abs(m @ gap).sum(axis=1) / (m @ count)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return point, np.abs(m @ gap).sum(axis=1) / (m @ count)
 
 
 def auc_draws(h: HeldOut, m: np.ndarray) -> tuple[float, np.ndarray]:

@@ -23,11 +23,11 @@ from typing import Final
 
 import numpy as np
 
-from adr_cli.event_rules import COOLDOWN_DUPLICATE, COUNTED_EVENT, CountingRules
 from engine import Params, RatingBook
 from evaluation._common_tiers import CommonTiers
 from evaluation._event_log import LogEvent
 from evaluation._systems import RatingSystem
+from redis_layout.event_ids import COOLDOWN_DUPLICATE, COUNTED_EVENT, CountingRules
 
 DAY_MS: Final = 86_400_000
 HOUR_MS: Final = 3_600_000

@@ -134,7 +134,7 @@ def _method(meta: dict[str, Any], s: dict[str, Any]) -> list[str]:
     return [
         "## Method",
         "",
-        "- **Counting rules.** The consumer's own code (adr_cli/event_rules.py: the engine's "
+        "- **Counting rules.** The consumer's own code (redis_layout/event_ids.py: the engine's "
         "RatingBook and the event-id rule) decides which good records count: self-kills, bad "
         f"times and events more than {opts['lateness_ms'] / 1000:g} s behind the watermark are "
         "rejected, an a→b kill inside the pair's cooldown is a duplicate, a resent id is a "

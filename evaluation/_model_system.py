@@ -6,7 +6,8 @@ population snapshot (taken on event time before a counted event when none exists
 `calibrate_every_ms` old, over the players active by the model's own activity time, as
 RatingBook does) and each ordered pair's last counted time (`pair_last`, for ADR's opt-in
 repeat_window). The cooldown, lateness and event-id rules are not here: `adr evaluate --events`
-applies them once, with the consumer's code (adr_cli.event_rules), and feeds only counted events.
+applies them once, with the consumer's rules (redis_layout/event_ids.py), and feeds only counted
+events.
 """
 
 from __future__ import annotations

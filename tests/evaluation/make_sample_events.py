@@ -1,6 +1,8 @@
 """Write examples/events/sample.jsonl: a small kill-event log for `adr evaluate --events`.
 
-    python examples/events/make_sample.py > examples/events/sample.jsonl
+    python tests/evaluation/make_sample_events.py > examples/events/sample.jsonl
+
+(here, beside its test, because it reads the §10 suite's private stream generator)
 
 Forty players over 40 days (the §10 suite's synthetic stream, evaluation/_stream.py: hidden
 skills, logistic outcomes, a skill jump on day 20, two players farming a weak one on day 34, 10 s
