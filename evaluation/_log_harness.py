@@ -23,7 +23,7 @@ from typing import Final
 
 import numpy as np
 
-from engine import Params, RatingBook
+from engine import Params, RatingBook, initial_snapshot
 from evaluation._common_tiers import CommonTiers
 from evaluation._event_log import LogEvent
 from evaluation._systems import RatingSystem
@@ -155,7 +155,10 @@ def run_log(
     """One pass: counting rules, then predict-then-update for every system, in order."""
     ordered = order_events(events, opts.order)
     first_ts, last_ts, split = split_time(ordered, opts.holdout)
-    rules = CountingRules(RatingBook(params, lateness_ms=opts.lateness_ms))
+    # The book decides what counts; its own snapshot never does, so it keeps the initial one
+    # instead of recalibrating (the models keep their own).
+    gate = RatingBook(params, lateness_ms=opts.lateness_ms, fixed_snapshot=initial_snapshot(params))
+    rules = CountingRules(gate)
     verdicts: dict[str, int] = {}
     number: dict[str, int] = {}
     spreads = [_Spread() for _ in systems]

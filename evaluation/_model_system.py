@@ -12,6 +12,7 @@ events.
 
 from __future__ import annotations
 
+import heapq
 from typing import Any
 
 from engine import Params, RatingModel, Snapshot, initial_snapshot, take_snapshot
@@ -33,19 +34,43 @@ class ModelSystem:
         self.pair_last: dict[tuple[str, str], int] = {}
         self._new = model.new_player()
         self._new_units = model.units(self._new)
+        # The active set (§2.3) without visiting every player: each player whose activity time
+        # is set has its expiry (activity + T_active) here and an entry in the heap; entries
+        # made stale by a later update are skipped when they come up.
+        self._expiry: dict[str, int] = {}
+        self._heap: list[tuple[int, str]] = []
+        self._updates = 0
+        self._pending: tuple[int, int, Snapshot] | None = None  # (ts, updates, due snapshot)
 
     def _snapshot_at(self, ts: int) -> Snapshot:
+        """The snapshot in force for an event at ts: a fresh one when it is due."""
         taken = self.snapshot.taken_at
         if taken is not None and ts - taken < self.calibrate_every_ms:
             return self.snapshot
-        model, active_ms = self.model, self.params.active_ms
-        active = []
-        for state in self.states.values():
-            at = model.activity_time(state)
-            if at is not None and at + active_ms > ts:
-                active.append(model.display(state))
-        fallback = (model.display(s) for s in self.states.values())
-        return take_snapshot(ts, active, fallback, self.snapshot, self.params)
+        pending = self._pending
+        if pending is not None and pending[0] == ts and pending[1] == self._updates:
+            return pending[2]  # predict computed it for this event; update takes it
+        heap, expiry = self._heap, self._expiry
+        while heap and heap[0][0] <= ts:
+            at, player = heapq.heappop(heap)
+            if expiry.get(player) == at:
+                del expiry[player]
+        display, states = self.model.display, self.states
+        active = [display(states[p]) for p in expiry]
+        fallback = (display(s) for s in states.values())
+        snapshot = take_snapshot(ts, active, fallback, self.snapshot, self.params)
+        self._pending = (ts, self._updates, snapshot)
+        return snapshot
+
+    def _track_activity(self, player: str, state: Any) -> None:
+        at = self.model.activity_time(state)
+        if at is None:
+            self._expiry.pop(player, None)
+            return
+        until = at + self.params.active_ms
+        if self._expiry.get(player) != until:
+            self._expiry[player] = until
+            heapq.heappush(self._heap, (until, player))
 
     def _pool(self, a: str, b: str) -> tuple[Any, Any, int, int]:
         """Both states and S, P counting a and b (a new player at its initial state)."""
@@ -69,6 +94,9 @@ class ModelSystem:
         self.states[a], self.states[b] = out.attacker, out.victim
         self.total_units += out.sigma_units_delta
         self.pair_last[(a, b)] = ts
+        self._updates += 1
+        self._track_activity(a, out.attacker)
+        self._track_activity(b, out.victim)
 
     def rating(self, player: str) -> float:
         state = self.states.get(player)
