@@ -13,6 +13,7 @@ as `undecodable_tail` (its size in bytes is reported).
 
 from __future__ import annotations
 
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -88,8 +89,9 @@ def judge(obj: Any, number: int, reading: LogReading) -> None:
 
 
 def read_log(path: Path, fmt: str = "auto") -> LogReading:
-    """Read and judge every record of the file (OSError only when it cannot be read at all)."""
-    data = path.read_bytes()
+    """Read and judge every record of the file, `-` for stdin (OSError only when it cannot be
+    read at all). The whole log is held in memory: `--order time` sorts it."""
+    data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
     reading = LogReading(fmt=detect_format(data[:64]) if fmt == "auto" else fmt)
     records = _msgpack_objects(data, reading) if reading.fmt == "msgpack" else _json_objects(data)
     for number, obj in records:

@@ -48,7 +48,7 @@ def add_log_arguments(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("on your own events (--events FILE)")
     g.add_argument("--events", type=Path, default=None, metavar="FILE",
                    help="evaluate on this kill-event log (JSON lines or msgpack, what adr "
-                   "replay reads) instead of the synthetic streams")  # fmt: skip
+                   "replay reads; - for stdin) instead of the synthetic streams")  # fmt: skip
     g.add_argument("--format", choices=("auto", "jsonl", "msgpack"), default="auto",
                    help="the log's format (default: from the first byte)")  # fmt: skip
     g.add_argument("--models", default=None,

@@ -354,6 +354,25 @@ def test_the_sample_is_what_its_generator_writes() -> None:
     assert done.stdout == SAMPLE.read_text()
 
 
+def test_evaluate_events_reads_msgpack_from_stdin(tmp_path: Path) -> None:
+    records = []
+    for line in SAMPLE.read_text().splitlines()[:400]:
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # the sample's one record that is not JSON
+    data = b"".join(msgpack.packb(r) for r in records)
+    done = subprocess.run(
+        [sys.executable, "-m", "adr_cli", "evaluate", "--events", "-", "--quick",
+         "--models", "adr,eval:elo-k32", "--current", "eval:elo-k32", "--out", str(tmp_path)],
+        cwd=REPO, input=data, capture_output=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    meta = json.loads((tmp_path / "evaluation.json").read_text())["meta"]
+    assert meta["format"] == "msgpack" and meta["records"] == len(records) == 399
+    assert list(meta["systems"]) == ["adr", "eval:elo-k32"]
+
+
 def test_evaluate_events_usage_errors(tmp_path: Path) -> None:
     old_flag = _adr("--events", "10000", "--out", str(tmp_path / "o"), cwd=tmp_path)
     assert old_flag.returncode == 2 and "--kills N" in old_flag.stderr
