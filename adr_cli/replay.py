@@ -1,4 +1,5 @@
-"""`adr replay`: rate a file of kill events offline with the engine's RatingBook.
+"""`adr replay`: rate a file of kill events offline with the engine (RatingBook for ADR, the
+default model; ModelBook for the others, `--model`).
 
 Reads JSON lines or a msgpack stream of maps {"id", "arena", "attacker", "victim", "ts"} (ts in ms
 since the Unix epoch), in file order, and writes DIR/players.jsonl and DIR/population.json.
@@ -21,9 +22,20 @@ import msgpack
 import msgspec
 
 from adr_cli._errors import CliError
-from engine import TIER_LABELS, EngineError, ParamError, Params, RatingBook, Snapshot
+from engine import (
+    MODELS,
+    TIER_LABELS,
+    EngineError,
+    ModelBook,
+    ParamError,
+    Params,
+    RatingBook,
+    Snapshot,
+    model_named,
+)
 from redis_layout.event_ids import CountingRules
 from runtime.params import add_param_argument, param_overrides
+from runtime.settings import key_values
 
 EXIT_OK: Final = 0
 EXIT_IO: Final = 1
@@ -65,8 +77,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "cooldown has moved on; with another kill it is rejected as 'id_reused'. An id is\n"
         "remembered until W - --lateness - t_cooldown reaches the end of its ts's 10 s\n"
         "bucket (the consumer's record index).\n\n"
+        "Models (--model): adr (the default: the paper's ADR, --param/--profile), elo,\n"
+        "glicko2, trueskill, weng-lin (docs/models.md: state, P, update, display rating).\n"
+        "Every model counts the same events: cooldown, lateness and event ids are the pool's\n"
+        "rules above (t_cooldown is a --param whatever the model). --model-param sets the\n"
+        "model's own parameters (e.g. elo k_rule=fide, glicko2 period_ms=3600000).\n\n"
         "Exit codes: 0 done (malformed records are reported and skipped), 1 input/output\n"
-        "error, 2 usage error (unknown --param name, bad value, bad --snapshot file)."
+        "error, 2 usage error (unknown model, unknown --param or --model-param name, bad\n"
+        "value, bad --snapshot file)."
     )
     parser.add_argument(
         "events", metavar="EVENTS", help="events file (JSON lines or msgpack), - for stdin"
@@ -86,6 +104,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="snapshot interval in event-time seconds (default 300)",
     )
     add_param_argument(parser, env=False)
+    parser.add_argument(
+        "--model",
+        default=MODELS[0],
+        metavar="NAME",
+        help=f"the rating model: {', '.join(MODELS)} (default {MODELS[0]})",
+    )
+    parser.add_argument(
+        "--model-param",
+        dest="model_param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a parameter of a model other than adr (repeatable; docs/models.md)",
+    )
     parser.add_argument(
         "--snapshot",
         type=Path,
@@ -116,15 +148,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         params = Params.from_overrides(param_overrides(args.param, profile=args.profile))
+        model_overrides = key_values(
+            args.model_param,
+            lambda item: ParamError(f"--model-param expects NAME=VALUE, got {item!r}"),
+        )
+        if args.model == MODELS[0] and model_overrides:
+            raise ParamError("adr's parameters are --param names, not --model-param")
+        model = model_named(args.model, model_overrides, params)
         fixed = _read_snapshot(args.snapshot) if args.snapshot is not None else None
         every_ms = _seconds_to_ms(args.calibrate_every, "--calibrate-every")
         lateness_ms = _seconds_to_ms(args.lateness, "--lateness")
     except (ParamError, EngineError) as exc:
         _log("error", "usage", message=str(exc))
         return EXIT_USAGE
-    book = RatingBook(
-        params, calibrate_every_ms=every_ms, fixed_snapshot=fixed, lateness_ms=lateness_ms
-    )
+    book: Book
+    if model.name == MODELS[0]:
+        book = RatingBook(
+            params, calibrate_every_ms=every_ms, fixed_snapshot=fixed, lateness_ms=lateness_ms
+        )
+    else:
+        book = ModelBook(
+            model, params, calibrate_every_ms=every_ms, fixed_snapshot=fixed,
+            lateness_ms=lateness_ms,
+        )  # fmt: skip
     try:
         stream, close = _open(args.events)
     except OSError as exc:
@@ -155,7 +201,8 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_IO
     elapsed = time.monotonic() - started
     _log(
-        "info", "replayed", counted=book.counted, duplicates=book.duplicates + by_id.resends,
+        "info", "replayed", model=model.name, counted=book.counted,
+        duplicates=book.duplicates + by_id.resends,
         rejected=book.rejected + malformed + by_id.reused, malformed=malformed, players=len(book),
         seconds=round(elapsed, 3),
     )  # fmt: skip
@@ -252,8 +299,11 @@ def _msgpack_records(stream: IO[bytes]) -> Iterator[tuple[int, ReplayEvent | _Ma
 # -- output -----------------------------------------------------------------------------------
 
 
-def _write_outputs(out_dir: Path, book: RatingBook, malformed: int, by_id: CountingRules) -> None:
+def _write_outputs(out_dir: Path, book: Book, malformed: int, by_id: CountingRules) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
+    if isinstance(book, ModelBook):
+        _write_model_outputs(out_dir, book, malformed, by_id)
+        return
     with _atomic(out_dir / "players.jsonl") as out:
         for player, s in book.iter_players():
             record = {
@@ -281,6 +331,41 @@ def _write_outputs(out_dir: Path, book: RatingBook, malformed: int, by_id: Count
     with _atomic(out_dir / "population.json") as out:
         out.write(json.dumps(population, indent=2, allow_nan=False))
         out.write("\n")
+
+
+def _write_model_outputs(
+    out_dir: Path, book: ModelBook[Any], malformed: int, by_id: CountingRules
+) -> None:
+    """A model other than ADR: per player its state's fields (docs/models.md) and its display
+    rating; population.json as ADR's, with the model's name and no σ̄ (ADR's own aggregate)."""
+    model = book.model
+    with _atomic(out_dir / "players.jsonl") as out:
+        for player, state in book.iter_players():
+            record = {"player": player, **msgspec.structs.asdict(state)}
+            record["display"] = model.display(state)
+            out.write(json.dumps(record, separators=(",", ":"), allow_nan=False))
+            out.write("\n")
+    snap = book.snapshot
+    reasons = {**book.rejected_by_reason, "malformed": malformed, "id_reused": by_id.reused}
+    population = {
+        "model": model.name,
+        "boundaries": list(snap.boundaries) if snap.boundaries is not None else None,
+        "mean_display_active": snap.mean_mu_active,
+        "counted": book.counted,
+        "duplicates": book.duplicates + by_id.resends,
+        "rejected": book.rejected + malformed + by_id.reused,
+        "rejected_by_reason": dict(sorted(reasons.items())),
+        "active_count": snap.active_count,
+        "snapshot_taken_at": snap.taken_at,
+        "players": len(book),
+    }
+    with _atomic(out_dir / "population.json") as out:
+        out.write(json.dumps(population, indent=2, allow_nan=False))
+        out.write("\n")
+
+
+Book = RatingBook | ModelBook[Any]
+"""ADR's columnar book, or the generic one of another model: the same rules and counters."""
 
 
 class _atomic:

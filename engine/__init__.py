@@ -20,10 +20,16 @@ from engine._decay import (
     idle_days,
     is_returning,
 )
+from engine._elo import EloConfig, EloModel, EloOutcome, EloState
+from engine._elo import expected_score as elo_expected_score
+from engine._elo import k_factor as elo_k_factor
+from engine._elo import reaches_top as elo_reaches_top
 from engine._errors import EngineError, ParamError
+from engine._glicko2 import Glicko2Config, Glicko2Model, Glicko2Outcome, Glicko2State
 from engine._kill import KillOutcome, predict, rate_kill
 from engine._learning_rate import eta, eta_base, eta_streak, eta_trend, eta_vol, window_mean
 from engine._model import HashFields, Outcome, RatingModel
+from engine._model_book import ModelBook
 from engine._models import MODELS, model_named
 from engine._outcome import diffusion, outcome_probability, p_ab, p_ab_logistic
 from engine._sigma import sigma_mean, sigma_units
@@ -37,6 +43,12 @@ from engine._snapshot import (
 )
 from engine._state import EMPTY_SNAPSHOT, PlayerState, Snapshot, initial_snapshot, new_player
 from engine._tiers import can_place, h_down_next, h_up_next, tier_of, tier_step
+from engine._trueskill import (
+    TrueSkillConfig,
+    TrueSkillModel,
+    TrueSkillOutcome,
+    TrueSkillState,
+)
 from engine._update import (
     capped_mu,
     evidence_weight,
@@ -49,6 +61,7 @@ from engine._update import (
     victim_raw,
     window_next,
 )
+from engine._weng_lin import WengLinConfig, WengLinModel, WengLinOutcome, WengLinState
 from engine.params import (
     MS_PER_DAY,
     TIER_COUNT,
@@ -70,9 +83,18 @@ __all__ = [
     "TIER_COUNT",
     "TIER_LABELS",
     "AdrModel",
+    "EloConfig",
+    "EloModel",
+    "EloOutcome",
+    "EloState",
     "EngineError",
+    "Glicko2Config",
+    "Glicko2Model",
+    "Glicko2Outcome",
+    "Glicko2State",
     "HashFields",
     "KillOutcome",
+    "ModelBook",
     "Outcome",
     "ParamError",
     "Params",
@@ -80,7 +102,15 @@ __all__ = [
     "RatingBook",
     "RatingModel",
     "Snapshot",
+    "TrueSkillConfig",
+    "TrueSkillModel",
+    "TrueSkillOutcome",
+    "TrueSkillState",
     "Verdict",
+    "WengLinConfig",
+    "WengLinModel",
+    "WengLinOutcome",
+    "WengLinState",
     "activity_time",
     "boundary_targets",
     "bounded_return_decay",
@@ -89,6 +119,9 @@ __all__ = [
     "decay_mu",
     "decay_sigma",
     "diffusion",
+    "elo_expected_score",
+    "elo_k_factor",
+    "elo_reaches_top",
     "eta",
     "eta_base",
     "eta_streak",

@@ -7,11 +7,16 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from engine._adr_model import ADR, AdrModel
+from engine._elo import ELO, EloConfig, EloModel
 from engine._errors import ParamError
+from engine._glicko2 import GLICKO2, Glicko2Config, Glicko2Model
 from engine._model import RatingModel
+from engine._model_config import configured
+from engine._trueskill import TRUESKILL, TrueSkillConfig, TrueSkillModel
+from engine._weng_lin import WENG_LIN, WengLinConfig, WengLinModel
 from engine.params import Params
 
-MODELS: Final[tuple[str, ...]] = (ADR,)
+MODELS: Final[tuple[str, ...]] = (ADR, ELO, GLICKO2, TRUESKILL, WENG_LIN)
 """The registered model names; `adr` (the default) first."""
 
 
@@ -19,9 +24,19 @@ def model_named(
     name: str, overrides: Mapping[str, Any] | None = None, params: Params | None = None
 ) -> RatingModel[Any]:
     """The model `name` with its parameters: its defaults with `overrides` (name -> value or
-    text) applied. For `adr` they are Params names, applied on top of `params` (default Table 9).
-    ParamError (exit 2 in the CLIs) for an unknown model, an unknown parameter or a bad value."""
+    text) applied. For `adr` they are Params names, applied on top of `params` (default Table 9);
+    for the others the names of their config (EloConfig, Glicko2Config, TrueSkillConfig,
+    WengLinConfig). ParamError (exit 2 in the CLIs) for an unknown model, an unknown parameter
+    or a bad value."""
     given = dict(overrides or {})
     if name == ADR:
         return AdrModel((params or Params()).with_overrides(given))
+    if name == ELO:
+        return EloModel(configured(EloConfig, given))
+    if name == GLICKO2:
+        return Glicko2Model(configured(Glicko2Config, given))
+    if name == TRUESKILL:
+        return TrueSkillModel(configured(TrueSkillConfig, given))
+    if name == WENG_LIN:
+        return WengLinModel(configured(WengLinConfig, given))
     raise ParamError(f"unknown model {name!r} (known: {', '.join(MODELS)})")

@@ -4,6 +4,9 @@ Each kill is one game: the attacker scores 1, the victim 0; both K factors and t
 taken from the state before the game. Sources: `../shared/seeds/elo-rating-system.txt` (logistic
 base-10 expectation, FIDE's K table, USCF's K = 800/(N_e + m)) and
 `../shared/seeds/elo-in-moba-games.txt` (Eq. 5-8).
+
+The expectation and the FIDE and USCF K rules are the engine's (engine/_elo.py, the `elo` model
+of docs/models.md): one implementation, here on the evaluation's per-player dicts.
 """
 
 from __future__ import annotations
@@ -11,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from evaluation._systems import logistic10
+from engine import EloConfig, EloState, elo_expected_score, elo_k_factor, elo_reaches_top
 
 ELO_SCALE = 400.0
 ELO_INITIAL = 1500.0
@@ -39,7 +42,7 @@ class Elo:
         return None
 
     def predict(self, a: str, b: str, ts: int) -> float:
-        return logistic10(self.rating(a) - self.rating(b), self.scale)
+        return elo_expected_score(self.rating(a), self.rating(b), self.scale)
 
     def k_factor(self, player: str) -> float:
         """The K this player's next game uses."""
@@ -48,7 +51,7 @@ class Elo:
     def update(self, a: str, b: str, ts: int) -> None:
         ra, rb = self.rating(a), self.rating(b)
         ka, kb = self.k_factor(a), self.k_factor(b)
-        expected_a = logistic10(ra - rb, self.scale)
+        expected_a = elo_expected_score(ra, rb, self.scale)
         self.ratings[a] = ra + ka * (1.0 - expected_a)
         self.ratings[b] = rb + kb * (0.0 - (1.0 - expected_a))
         self.games[a] = self.games.get(a, 0) + 1
@@ -71,25 +74,29 @@ class FideElo(Elo):
     k_top: float = 10.0
     top_rating: float = 2400.0
     reached_top: set[str] = field(default_factory=set)
+    config: EloConfig = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.name:
             self.name = "elo-fide"
+        self.config = EloConfig(
+            k_rule="fide",
+            fide_games=self.provisional_games,
+            k_new=self.k_new,
+            k_regular=self.k_regular,
+            k_top=self.k_top,
+            top_rating=self.top_rating,
+        )
 
     def k_factor(self, player: str) -> float:
-        if self.games.get(player, 0) < self.provisional_games:
-            return self.k_new
-        if player in self.reached_top:
-            return self.k_top
-        return self.k_regular
+        games = self.games.get(player, 0)
+        state = EloState(self.rating(player), games, None, player in self.reached_top)
+        return elo_k_factor(state, self.config)
 
     def _after_game(self, player: str) -> None:
         # "any published rating of at least 2400 and at least 30 games": every post-game rating
         # is published here; once both hold, K stays 10 for good.
-        if (
-            self.games.get(player, 0) >= self.provisional_games
-            and self.rating(player) >= self.top_rating
-        ):
+        if elo_reaches_top(self.games.get(player, 0), self.rating(player), self.config):
             self.reached_top.add(player)
 
 
@@ -101,14 +108,18 @@ class UscfElo(Elo):
 
     numerator: float = 800.0
     effective_games_cap: int = 50
+    config: EloConfig = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.name:
             self.name = "elo-uscf"
+        self.config = EloConfig(
+            k_rule="uscf", uscf_numerator=self.numerator, uscf_games_cap=self.effective_games_cap
+        )
 
     def k_factor(self, player: str) -> float:
-        effective = min(self.games.get(player, 0), self.effective_games_cap)
-        return self.numerator / (effective + 1)
+        state = EloState(self.rating(player), self.games.get(player, 0), None, False)
+        return elo_k_factor(state, self.config)
 
 
 @dataclass

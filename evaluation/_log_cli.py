@@ -88,7 +88,7 @@ def _seconds_ms(value: float, flag: str) -> int:
 
 
 def build_models(
-    names: list[str], pool: Params, base: dict[str, str], every_ms: int
+    names: list[str], pool: Params, base: dict[str, str], every_ms: int, lateness_ms: int
 ) -> tuple[list[RatingSystem], dict[str, str]]:
     """The systems to run and a description of each (for the report)."""
     from evaluation._tuning import SYSTEMS
@@ -116,7 +116,7 @@ def build_models(
         if profile:
             params = Params.from_overrides({**profile_overrides(profile), **base})
         engine_model = model_named(model, params=params)
-        systems.append(ModelSystem(engine_model, params, every_ms, name=name))
+        systems.append(ModelSystem(engine_model, params, every_ms, name, lateness_ms))
         described[name] = f"engine model `{model}`" + (
             f", profile {profile}" if profile else ", the pool's parameters"
         )
@@ -149,7 +149,7 @@ def run_events(args: argparse.Namespace, log: Any) -> int:
         resamples = args.resamples or (QUICK_RESAMPLES if args.quick else FULL_RESAMPLES)
         if resamples < 1:
             raise EvaluationError("--resamples must be >= 1")
-        systems, described = build_models(names, pool, base, every_ms)
+        systems, described = build_models(names, pool, base, every_ms, opts.lateness_ms)
         if args.current not in described:
             raise EvaluationError(f"--current {args.current!r} is not among the models run")
     except (EvaluationError, EngineError, ValueError) as exc:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Protocol, runtime_checkable
 
 
@@ -27,11 +26,3 @@ class RatingSystem(Protocol):
     def tier(self, player: str) -> int | None:
         """The system's own tier index (1 best .. 15, 0 unplaced), or None if it has no tiers."""
         ...
-
-
-def logistic10(diff: float, scale: float) -> float:
-    """Elo's expected score for a rating difference `diff`: 1 / (1 + 10^(-diff/scale))."""
-    exponent = -diff / scale
-    if exponent > 300.0:  # 10**300 is near the float limit; the expectation is 0 to the last bit
-        return 0.0
-    return 1.0 / (1.0 + math.pow(10.0, exponent))

@@ -11,9 +11,9 @@ late, as in the consumer, whose lateness check comes first."""
 from __future__ import annotations
 
 import heapq
-from typing import Final
+from typing import Final, Protocol
 
-from engine import COUNTED, RatingBook
+from engine import COUNTED, Params, Verdict
 from redis_layout.keys import due_bucket_end
 
 RESEND: Final = "duplicate"
@@ -70,13 +70,30 @@ RESENT: Final = "resend"
 ID_REUSED: Final = "id_reused"
 
 
+class Book(Protocol):
+    """What the rules need of a book: engine.RatingBook (ADR) or engine.ModelBook (any model)."""
+
+    @property
+    def params(self) -> Params: ...
+
+    @property
+    def lateness_ms(self) -> int: ...
+
+    @property
+    def watermark(self) -> int | None: ...
+
+    def is_late(self, ts: int) -> bool: ...
+
+    def apply(self, event_id: str, attacker: str, victim: str, ts: int) -> Verdict: ...
+
+
 class CountingRules:
-    """One book and its id memory; `apply` says what became of an event (and rates it with ADR
-    when it counts: the book is the rules, and ADR's state comes with them)."""
+    """One book and its id memory; `apply` says what became of an event (and, when it counts,
+    the book rates it with its model: the book is the rules, and its state comes with them)."""
 
     __slots__ = ("book", "ids", "resends", "reused")
 
-    def __init__(self, book: RatingBook) -> None:
+    def __init__(self, book: Book) -> None:
         self.book = book
         self.ids = EventIds(book.lateness_ms + book.params.pair_memory_ms)
         self.resends = 0

@@ -71,6 +71,34 @@ sys.stdout.buffer.write(msgspec.msgpack.encode(out))
 """
 """The consumer's path: PlayerStates through `rate_kill` and the player codec's hash values."""
 
+MODELS = r"""
+import random, sys, msgspec
+from runtime import compiled
+assert compiled.activate().startswith(sys.argv[1]), compiled.state()
+from engine import initial_snapshot, model_named
+DAY = 86_400_000
+name, _, rule = sys.argv[2].partition(":")
+model = model_named(name, {"k_rule": rule} if rule else {})
+snapshot = initial_snapshot(model_named("adr").params)
+rng = random.Random(20261205)
+states = {f"p{i}": model.new_player() for i in range(40)}
+total = sum(model.units(s) for s in states.values())
+ts = 1_700_000_000_000
+out = []
+for i in range(20_000):
+    ts += rng.choice([0, 1, 700, 30_000, 3_600_000, DAY + 1, 8 * DAY])
+    at = ts - (rng.randrange(900_000) if rng.random() < 0.05 else 0)  # some out of order
+    a, b = rng.sample(sorted(states), 2)
+    p = model.predict(states[a], states[b], at, total, len(states), snapshot)
+    kill = model.rate(states[a], states[b], at, total, len(states), snapshot)
+    assert kill.p_ab == p
+    states[a], states[b], total = kill.attacker, kill.victim, total + kill.sigma_units_delta
+    out.append((p, model.display(kill.attacker), list(model.to_fields(kill.victim))))
+out.append([(player, state) for player, state in sorted(states.items())])
+sys.stdout.buffer.write(msgspec.msgpack.encode(out))
+"""
+"""Every rating model through the RatingModel seam: P, display ratings and hash fields."""
+
 
 def _replay(
     python: str,
@@ -119,6 +147,19 @@ def test_compiled_engine_is_bit_identical_to_the_pure_one(
     assert len(pure) > 10_000
     assert _replay(python, None, "compiled", profile, tmp_path, script) == pure
     off = _replay(python, None, "pure: ADR_COMPILED=0", profile, tmp_path, script, ADR_COMPILED="0")
+    assert off == pure
+
+
+@pytest.mark.parametrize(
+    "model", ["adr", "elo", "elo:fide", "elo:uscf", "glicko2", "trueskill", "weng-lin"]
+)
+def test_compiled_models_are_bit_identical_to_the_pure_ones(tmp_path: Path, model: str) -> None:
+    python = _compiled_python()
+    source = f"pure: the sources in {ROOT} "
+    pure = _replay(sys.executable, str(ROOT), source, model, tmp_path, MODELS)
+    assert len(pure) > 10_000
+    assert _replay(python, None, "compiled", model, tmp_path, MODELS) == pure
+    off = _replay(python, None, "pure: ADR_COMPILED=0", model, tmp_path, MODELS, ADR_COMPILED="0")
     assert off == pure
 
 

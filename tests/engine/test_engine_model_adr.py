@@ -53,7 +53,7 @@ def model_replay(
         if a == b or is_duplicate(cooldown.get((a, b)), ts, params):
             continue
         if snapshot.taken_at is None or ts - snapshot.taken_at >= EVERY_MS:
-            active = [model.display(s) for s in states.values() if is_active(s, ts, params)]
+            active = [model.display(s) for s in states.values() if _active(model, s, ts, params)]
             every = [model.display(s) for s in states.values()]
             snapshot = take_snapshot(ts, active, every, snapshot, params)
         for player in (a, b):
@@ -71,6 +71,15 @@ def model_replay(
         assert units == sum(model.units(s) for s in states.values())
         cooldown[(a, b)] = ts
     return dict(sorted(states.items())), ps, units
+
+
+def _active(model: RatingModel[Any], state: Any, now: int, params: Params) -> bool:
+    """§2.3 through the model's activity time (ADR: is_active's rule, checked below)."""
+    since = model.activity_time(state)
+    active = since is not None and since > now - params.active_ms
+    if isinstance(model, AdrModel):
+        assert active == is_active(state, now, params)
+    return active
 
 
 @FAST

@@ -249,7 +249,8 @@ def test_repeat_runs_sum_the_counted_kills_only() -> None:
 
 
 def test_the_engine_model_adapter_is_the_rating_book() -> None:
-    # ADR through engine.model_named behind ModelSystem predicts and rates as RatingBook does.
+    # ADR through engine.model_named behind ModelSystem (engine.ModelBook) predicts and rates as
+    # RatingBook does, the book the consumer's equivalence tests pin.
     params = Params()
     book_side = AdrSystem(params, calibrate_every_ms=300_000)
     model_side = ModelSystem(model_named("adr", params=params), params, 300_000)
@@ -265,7 +266,7 @@ def test_the_engine_model_adapter_is_the_rating_book() -> None:
         if book_side.book.counted > before:
             model_side.update(pa, pb, ts)
     for player, state in book_side.book.players().items():
-        assert model_side.states[player] == state
+        assert model_side.book.player(player) == state
 
 
 # -- the recommendation ---------------------------------------------------------------------

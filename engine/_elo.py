@@ -1,0 +1,183 @@
+"""Elo (the seed article on the Elo rating system): each counted kill is one game the attacker
+wins.
+
+E_A = 1/(1 + 10^((R_B − R_A)/400)) (the seed's logistic, base 10); R_A' = R_A + K_A·(1 − E_A),
+R_B' = R_B + K_B·(0 − (1 − E_A)), both from the ratings before the game. K is fixed, or one of the
+seed's dynamic rules: FIDE (40 for the first 30 games, 20 while never rated 2400, then 10 for
+good once a rating of at least 2400 was published after 30 games or more) or USCF
+(K = 800/(N_e + m): m = 1, the kill is an event of one game; N_e = games so far, capped, since the
+seed does not give USCF's N_e formula and an uncapped N_e freezes ratings). No idle-time rule:
+Elo has no uncertainty to grow.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Final
+
+import msgspec
+
+from engine._model import HashFields
+from engine._model_config import check
+from engine._state import Snapshot
+
+ELO: Final = "elo"
+K_RULES: Final = ("fixed", "fide", "uscf")
+EMPTY_WINDOW: Final = msgspec.msgpack.encode(())
+"""The `window` hash value of a model without one: an empty msgpack array."""
+_ENCODE: Final = msgspec.msgpack.Encoder().encode
+_FLAGS: Final = msgspec.msgpack.Decoder(tuple[bool])
+_MAX_EXPONENT: Final = 300.0  # 10**300 is near the float limit: E is 0.0 beyond it
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class EloConfig:
+    """Elo's parameters: the seed's scale 400 and start 1500, and the K rule with its numbers."""
+
+    initial: float = 1500.0
+    scale: float = 400.0
+    k_rule: str = "fixed"  # fixed | fide | uscf
+    k: float = 32.0  # fixed: every game
+    fide_games: int = 30  # fide: games with k_new
+    k_new: float = 40.0
+    k_regular: float = 20.0
+    k_top: float = 10.0
+    top_rating: float = 2400.0
+    uscf_numerator: float = 800.0  # uscf: K = numerator / (min(games, cap) + 1)
+    uscf_games_cap: int = 50
+
+    def __post_init__(self) -> None:
+        check(
+            [
+                (self.scale > 0, "scale > 0"),
+                (self.k_rule in K_RULES, f"k_rule is one of {', '.join(K_RULES)}"),
+                (self.k >= 0, "k >= 0"),
+                (self.fide_games >= 0, "fide_games >= 0"),
+                (min(self.k_new, self.k_regular, self.k_top) >= 0, "FIDE's K values >= 0"),
+                (self.uscf_numerator >= 0, "uscf_numerator >= 0"),
+                (self.uscf_games_cap >= 0, "uscf_games_cap >= 0"),
+            ],
+            self,
+        )
+
+
+class EloState(msgspec.Struct, frozen=True, gc=False):
+    """A player's Elo: rating, games (counted kills), last kill's time, and whether FIDE's
+    permanent K of 10 applies (a rating >= top_rating published after fide_games games)."""
+
+    rating: float
+    n: int
+    last_ts: int | None
+    top: bool
+
+
+class EloOutcome(msgspec.Struct, frozen=True, gc=False):
+    """`EloModel.rate`'s result (engine.Outcome)."""
+
+    attacker: EloState
+    victim: EloState
+    p_ab: float
+    sigma_units_delta: int
+
+
+def expected_score(r_a: float, r_b: float, scale: float) -> float:
+    """E_A = 1/(1 + 10^((R_B − R_A)/scale)), the seed's logistic (0.0 where 10^x overflows)."""
+    exponent = (r_b - r_a) / scale
+    if exponent > _MAX_EXPONENT:
+        return 0.0
+    return 1.0 / (1.0 + math.pow(10.0, exponent))
+
+
+def k_factor(state: EloState, config: EloConfig) -> float:
+    """The K of `state`'s next game under the config's rule."""
+    rule = config.k_rule
+    if rule == "fide":
+        if state.n < config.fide_games:
+            return config.k_new
+        return config.k_top if state.top else config.k_regular
+    if rule == "uscf":
+        return config.uscf_numerator / (min(state.n, config.uscf_games_cap) + 1)
+    return config.k
+
+
+def reaches_top(games: int, rating: float, config: EloConfig) -> bool:
+    """FIDE: a rating of at least top_rating published after fide_games games or more (every
+    post-game rating is published here); from then on K is k_top for good."""
+    return games >= config.fide_games and rating >= config.top_rating
+
+
+def _after(state: EloState, rating: float, ts: int, config: EloConfig) -> EloState:
+    n = state.n + 1
+    top = state.top or reaches_top(n, rating, config)
+    return EloState(rating=rating, n=n, last_ts=ts, top=top)
+
+
+class EloModel:
+    """Elo behind engine.RatingModel; P(a kills b) = E_A."""
+
+    def __init__(self, config: EloConfig) -> None:
+        self.config = config
+        self._new = EloState(rating=config.initial, n=0, last_ts=None, top=False)
+
+    @property
+    def name(self) -> str:
+        return ELO
+
+    def new_player(self) -> EloState:
+        return self._new
+
+    def units(self, state: EloState) -> int:
+        return 0
+
+    def predict(
+        self, a: EloState, b: EloState, ts: int, total_units: int, count: int, snapshot: Snapshot
+    ) -> float:
+        return expected_score(a.rating, b.rating, self.config.scale)
+
+    def rate(
+        self,
+        a: EloState,
+        b: EloState,
+        ts: int,
+        total_units: int,
+        count: int,
+        snapshot: Snapshot,
+        pair_last: int | None = None,
+    ) -> EloOutcome:
+        config = self.config
+        e_a = expected_score(a.rating, b.rating, config.scale)
+        k_a, k_b = k_factor(a, config), k_factor(b, config)
+        rating_a = a.rating + k_a * (1.0 - e_a)
+        rating_b = b.rating + k_b * (0.0 - (1.0 - e_a))
+        return EloOutcome(
+            attacker=_after(a, rating_a, ts, config),
+            victim=_after(b, rating_b, ts, config),
+            p_ab=e_a,
+            sigma_units_delta=0,
+        )
+
+    def display(self, state: EloState) -> float:
+        return state.rating
+
+    def tier(self, state: EloState) -> int:
+        return 0
+
+    def activity_time(self, state: EloState) -> int | None:
+        return state.last_ts
+
+    def to_fields(self, state: EloState) -> HashFields:
+        """mu: the rating, sigma: 0 (Elo has none), state: [top]."""
+        return (state.rating, 0.0, state.n, state.last_ts, 0, EMPTY_WINDOW, _ENCODE((state.top,)))
+
+    def from_fields(self, fields: HashFields) -> EloState:
+        rating, _sigma, n, last_ts, _tier, window, packed = fields
+        no_window(window)
+        (top,) = _FLAGS.decode(packed)
+        return EloState(rating=rating, n=n, last_ts=last_ts, top=top)
+
+
+def no_window(window: bytes) -> None:
+    """A model without ADR's window writes an empty one; anything else is another model's hash."""
+    if window != EMPTY_WINDOW:
+        raise ValueError("a window field in a hash of a model that keeps none")

@@ -1,0 +1,258 @@
+"""Glicko-2 (Glickman, "Example of the Glicko-2 system"), each counted kill one rating period.
+
+The attacker's period holds one game won against the victim as the victim was before it, and the
+victim's one game lost against the attacker as before it (`rate_period`: Glickman's steps 2–8,
+the Illinois iteration for σ' with his ε). P(a kills b) = 1/(1 + e^(−g(√(φ_a² + φ_b²))·(μ_a −
+μ_b))), both deviations in one g (Glickman's expected outcome of a game between two rated
+players).
+
+Idle time: before a player's kill at ts, each whole `period_ms` since its last counted kill is a
+rating period without games (step 6 alone: φ ← √(φ² + σ²)), all k of them at once as
+φ ← √(φ² + k·σ²), capped at `rd_max`; `period_ms = 0`: no growth between kills. Then the kill's
+own period (whose step 6 grows φ once more before the game's information shrinks it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Sequence
+from typing import Final
+
+import msgspec
+
+from engine._elo import EMPTY_WINDOW, no_window
+from engine._model import HashFields
+from engine._model_config import check
+from engine._state import Snapshot
+from engine.params import MS_PER_DAY
+
+GLICKO2: Final = "glicko2"
+SCALE: Final = 173.7178  # Glickman's step 2: μ = (r − 1500)/173.7178, φ = RD/173.7178
+CENTER: Final = 1500.0
+MAX_ITERATIONS: Final = 1000  # the Illinois iteration stops long before (a handful of steps)
+_ENCODE: Final = msgspec.msgpack.Encoder().encode
+_VOLATILITY: Final = msgspec.msgpack.Decoder(tuple[float])
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Glicko2Config:
+    """Glicko-2's parameters: Glickman's start (1500, RD 350, σ 0.06), τ, ε, the idle period."""
+
+    initial: float = 1500.0
+    rd0: float = 350.0
+    volatility0: float = 0.06
+    tau: float = 0.5  # the system constant (Glickman: 0.3 to 1.2)
+    epsilon: float = 0.000001  # the iteration's convergence tolerance (step 5)
+    period_ms: int = MS_PER_DAY  # idle time: one empty rating period per whole period_ms
+    rd_max: float = 350.0  # idle growth stops at this RD
+    display_k: float = 0.0  # display rating r − display_k·RD
+
+    def __post_init__(self) -> None:
+        check(
+            [
+                (self.rd0 > 0, "rd0 > 0"),
+                (self.volatility0 > 0, "volatility0 > 0"),
+                (self.tau > 0, "tau > 0"),
+                (self.epsilon > 0, "epsilon > 0"),
+                (self.period_ms >= 0, "period_ms >= 0"),
+                (self.rd_max >= self.rd0, "rd_max >= rd0"),
+                (self.display_k >= 0, "display_k >= 0"),
+            ],
+            self,
+        )
+
+
+class Glicko2State(msgspec.Struct, frozen=True, gc=False):
+    """A player's Glicko-2 on the Glicko scale: rating r, deviation RD, volatility σ; counted
+    kills and the last one's time (the idle rule's start)."""
+
+    rating: float
+    rd: float
+    volatility: float
+    n: int
+    last_ts: int | None
+
+
+class Glicko2Outcome(msgspec.Struct, frozen=True, gc=False):
+    """`Glicko2Model.rate`'s result (engine.Outcome)."""
+
+    attacker: Glicko2State
+    victim: Glicko2State
+    p_ab: float
+    sigma_units_delta: int
+
+
+def g(phi: float) -> float:
+    """Step 3: g(φ) = 1/√(1 + 3φ²/π²)."""
+    return 1.0 / math.sqrt(1.0 + 3.0 * phi * phi / (math.pi * math.pi))
+
+
+def expected(mu: float, mu_j: float, phi_j: float) -> float:
+    """Step 3: E(μ, μ_j, φ_j) = 1/(1 + exp(−g(φ_j)(μ − μ_j)))."""
+    return 1.0 / (1.0 + math.exp(-g(phi_j) * (mu - mu_j)))
+
+
+def new_volatility(
+    phi: float, sigma: float, v: float, delta: float, tau: float, eps: float
+) -> float:
+    """Step 5: σ' by the Illinois iteration on f (Glickman's 5.1–5.5)."""
+    a = math.log(sigma * sigma)
+    phi2 = phi * phi
+    tau2 = tau * tau
+
+    def f(x: float) -> float:
+        ex = math.exp(x)
+        return ex * (delta * delta - phi2 - v - ex) / (2.0 * (phi2 + v + ex) ** 2) - (x - a) / tau2
+
+    big_a = a
+    if delta * delta > phi2 + v:
+        big_b = math.log(delta * delta - phi2 - v)
+    else:
+        k = 1
+        while f(a - k * tau) < 0 and k < MAX_ITERATIONS:
+            k += 1
+        big_b = a - k * tau
+    f_a, f_b = f(big_a), f(big_b)
+    for _ in range(MAX_ITERATIONS):
+        if abs(big_b - big_a) <= eps:
+            break
+        big_c = big_a + (big_a - big_b) * f_a / (f_b - f_a)
+        f_c = f(big_c)
+        if f_c * f_b <= 0:
+            big_a, f_a = big_b, f_b
+        else:
+            f_a = f_a / 2.0
+        big_b, f_b = big_c, f_c
+    return math.exp(big_a / 2.0)
+
+
+def rate_period(
+    rating: float,
+    rd: float,
+    volatility: float,
+    games: Sequence[tuple[float, float, float]],
+    tau: float,
+    epsilon: float,
+) -> tuple[float, float, float]:
+    """Glickman's steps 2–8 for one player over one rating period: (r', RD', σ') from r, RD, σ
+    and the period's games (opponent's r, opponent's RD, score 0/½/1). No games: step 6 alone."""
+    mu = (rating - CENTER) / SCALE
+    phi = rd / SCALE
+    if not games:
+        return rating, math.sqrt(phi * phi + volatility * volatility) * SCALE, volatility
+    inv_v = 0.0
+    gain = 0.0
+    for r_j, rd_j, score in games:
+        mu_j = (r_j - CENTER) / SCALE
+        phi_j = rd_j / SCALE
+        g_j = g(phi_j)
+        e_j = expected(mu, mu_j, phi_j)
+        inv_v += g_j * g_j * e_j * (1.0 - e_j)
+        gain += g_j * (score - e_j)
+    v = 1.0 / inv_v
+    sigma = new_volatility(phi, volatility, v, v * gain, tau, epsilon)
+    phi_star = math.sqrt(phi * phi + sigma * sigma)
+    phi_new = 1.0 / math.sqrt(1.0 / (phi_star * phi_star) + 1.0 / v)
+    mu_new = mu + phi_new * phi_new * gain
+    return SCALE * mu_new + CENTER, SCALE * phi_new, sigma
+
+
+def idle_rd(state: Glicko2State, ts: int, config: Glicko2Config) -> float:
+    """RD at ts: k = whole period_ms since the last kill, each an empty period (step 6),
+    φ ← √(φ² + k·σ²), capped at rd_max; unchanged for a new player, k = 0 or period_ms = 0."""
+    last = state.last_ts
+    period = config.period_ms
+    if last is None or period == 0 or ts - last < period:
+        return state.rd
+    k = (ts - last) // period
+    phi = state.rd / SCALE
+    grown = math.sqrt(phi * phi + k * state.volatility * state.volatility) * SCALE
+    return min(grown, config.rd_max)
+
+
+def win_probability(r_a: float, rd_a: float, r_b: float, rd_b: float) -> float:
+    """P(a beats b) = E((r_a − r_b)/173.7178, 0, √(φ_a² + φ_b²))."""
+    phi_a, phi_b = rd_a / SCALE, rd_b / SCALE
+    return expected((r_a - r_b) / SCALE, 0.0, math.sqrt(phi_a * phi_a + phi_b * phi_b))
+
+
+class Glicko2Model:
+    """Glicko-2 behind engine.RatingModel."""
+
+    def __init__(self, config: Glicko2Config) -> None:
+        self.config = config
+        self._new = Glicko2State(
+            rating=config.initial, rd=config.rd0, volatility=config.volatility0, n=0, last_ts=None
+        )
+
+    @property
+    def name(self) -> str:
+        return GLICKO2
+
+    def new_player(self) -> Glicko2State:
+        return self._new
+
+    def units(self, state: Glicko2State) -> int:
+        return 0
+
+    def predict(
+        self,
+        a: Glicko2State,
+        b: Glicko2State,
+        ts: int,
+        total_units: int,
+        count: int,
+        snapshot: Snapshot,
+    ) -> float:
+        config = self.config
+        return win_probability(a.rating, idle_rd(a, ts, config), b.rating, idle_rd(b, ts, config))
+
+    def rate(
+        self,
+        a: Glicko2State,
+        b: Glicko2State,
+        ts: int,
+        total_units: int,
+        count: int,
+        snapshot: Snapshot,
+        pair_last: int | None = None,
+    ) -> Glicko2Outcome:
+        config = self.config
+        rd_a, rd_b = idle_rd(a, ts, config), idle_rd(b, ts, config)
+        p = win_probability(a.rating, rd_a, b.rating, rd_b)
+        tau, eps = config.tau, config.epsilon
+        r_a, new_rd_a, vol_a = rate_period(
+            a.rating, rd_a, a.volatility, ((b.rating, rd_b, 1.0),), tau, eps
+        )
+        r_b, new_rd_b, vol_b = rate_period(
+            b.rating, rd_b, b.volatility, ((a.rating, rd_a, 0.0),), tau, eps
+        )
+        return Glicko2Outcome(
+            attacker=Glicko2State(rating=r_a, rd=new_rd_a, volatility=vol_a, n=a.n + 1, last_ts=ts),
+            victim=Glicko2State(rating=r_b, rd=new_rd_b, volatility=vol_b, n=b.n + 1, last_ts=ts),
+            p_ab=p,
+            sigma_units_delta=0,
+        )
+
+    def display(self, state: Glicko2State) -> float:
+        return state.rating - self.config.display_k * state.rd
+
+    def tier(self, state: Glicko2State) -> int:
+        return 0
+
+    def activity_time(self, state: Glicko2State) -> int | None:
+        return state.last_ts
+
+    def to_fields(self, state: Glicko2State) -> HashFields:
+        """mu: r, sigma: RD, state: [σ (volatility)]."""
+        return (
+            state.rating, state.rd, state.n, state.last_ts, 0, EMPTY_WINDOW,
+            _ENCODE((state.volatility,)),
+        )  # fmt: skip
+
+    def from_fields(self, fields: HashFields) -> Glicko2State:
+        rating, rd, n, last_ts, _tier, window, packed = fields
+        no_window(window)
+        (volatility,) = _VOLATILITY.decode(packed)
+        return Glicko2State(rating=rating, rd=rd, volatility=volatility, n=n, last_ts=last_ts)
