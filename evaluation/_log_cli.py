@@ -76,9 +76,13 @@ def add_log_arguments(parser: argparse.ArgumentParser) -> None:
                    f"{QUICK_RESAMPLES})")  # fmt: skip
     g.add_argument("--bootstrap-seed", type=int, default=0,
                    help="the bootstrap's seed (default %(default)s)")  # fmt: skip
-    g.add_argument("--current", default="adr",
+    g.add_argument("--current", default=None,
                    help="the pool's model now: kept when the figures show no clear winner "
-                   "(default %(default)s)")  # fmt: skip
+                   "(default adr when it runs)")  # fmt: skip
+    g.add_argument("--model-param", dest="model_param", action="append", default=[],
+                   metavar="MODEL.NAME=VALUE",
+                   help="a parameter of one engine model other than adr (its config's names, "
+                   "docs/models.md; e.g. elo.k=16), repeatable; adr's are --param")  # fmt: skip
 
 
 def _seconds_ms(value: float, flag: str) -> int:
@@ -87,8 +91,29 @@ def _seconds_ms(value: float, flag: str) -> int:
     return round(value * 1000)
 
 
+def model_params(items: list[str]) -> dict[str, dict[str, str]]:
+    """`--model-param MODEL.NAME=VALUE` items as {model: {name: value}}."""
+    out: dict[str, dict[str, str]] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        model, dot, name = key.strip().partition(".")
+        if not sep or not dot or not model or not name:
+            raise EvaluationError(f"--model-param wants MODEL.NAME=VALUE, got {item!r}")
+        if model == "adr":
+            raise EvaluationError("adr's parameters are --param names, not --model-param")
+        if model not in MODELS:
+            raise EvaluationError(f"--model-param: unknown model {model!r}")
+        out.setdefault(model, {})[name] = value.strip()
+    return out
+
+
 def build_models(
-    names: list[str], pool: Params, base: dict[str, str], every_ms: int, lateness_ms: int
+    names: list[str],
+    pool: Params,
+    base: dict[str, str],
+    every_ms: int,
+    lateness_ms: int,
+    per_model: dict[str, dict[str, str]] | None = None,
 ) -> tuple[list[RatingSystem], dict[str, str]]:
     """The systems to run and a description of each (for the report)."""
     from evaluation._tuning import SYSTEMS
@@ -114,12 +139,16 @@ def build_models(
             raise EvaluationError(f"unknown model {model!r}; engine models: {', '.join(MODELS)}")
         params = pool
         if profile:
+            if model != "adr":
+                raise EvaluationError(f"{name}: a profile (@) is ADR's; use --model-param")
             params = Params.from_overrides({**profile_overrides(profile), **base})
-        engine_model = model_named(model, params=params)
+        given = (per_model or {}).get(model, {})
+        engine_model = model_named(model, given, params=params)
         systems.append(ModelSystem(engine_model, params, every_ms, name, lateness_ms))
-        described[name] = f"engine model `{model}`" + (
-            f", profile {profile}" if profile else ", the pool's parameters"
-        )
+        settings = ", ".join(f"{k} = {v}" for k, v in given.items())
+        if model == "adr":
+            settings = f"profile {profile}" if profile else "the pool's parameters"
+        described[name] = f"engine model `{model}` ({settings or 'its defaults'})"
     return systems, described
 
 
@@ -149,9 +178,11 @@ def run_events(args: argparse.Namespace, log: Any) -> int:
         resamples = args.resamples or (QUICK_RESAMPLES if args.quick else FULL_RESAMPLES)
         if resamples < 1:
             raise EvaluationError("--resamples must be >= 1")
-        systems, described = build_models(names, pool, base, every_ms, opts.lateness_ms)
-        if args.current not in described:
-            raise EvaluationError(f"--current {args.current!r} is not among the models run")
+        per_model = model_params(args.model_param)
+        systems, described = build_models(names, pool, base, every_ms, opts.lateness_ms, per_model)
+        current = args.current or ("adr" if "adr" in described else None)
+        if current is not None and current not in described:
+            raise EvaluationError(f"--current {current!r} is not among the models run")
     except (EvaluationError, EngineError, ValueError) as exc:
         log("bad arguments", "error", error=str(exc))
         print(f"adr evaluate: {exc}", file=sys.stderr)
@@ -176,7 +207,7 @@ def run_events(args: argparse.Namespace, log: Any) -> int:
             reading.events, systems, pool, opts,
             lambda done, total: log("progress", done=done, total=total),
         )  # fmt: skip
-        summary = summarize(result, BootstrapOptions(resamples, args.bootstrap_seed), args.current)
+        summary = summarize(result, BootstrapOptions(resamples, args.bootstrap_seed), current)
         report = {
             "meta": {
                 "file": str(args.events), "format": reading.fmt, "records": reading.records,
@@ -223,5 +254,6 @@ def command(args: argparse.Namespace) -> str:
         if value is not None:
             parts.append(f"--{flag.replace('_', '-')} {shlex.quote(str(value))}")
     parts += [f"--param {shlex.quote(p)}" for p in args.param]
+    parts += [f"--model-param {shlex.quote(p)}" for p in args.model_param]
     parts.append(f"--out {shlex.quote(str(args.out))}")
     return " ".join(parts)

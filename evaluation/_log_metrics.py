@@ -34,8 +34,9 @@ from evaluation._metrics import calibration_curve
 
 MIN_DAYS: Final = 5
 TIE_BREAK: Final = (
-    "keep the current model (--current) if it is among the tied; otherwise the tied model with "
-    "the fewest tier changes per 1,000 player-events (steadier tiers for the same prediction)"
+    "keep the current model (--current, default adr) if it is among the tied; otherwise the tied "
+    "model with the fewest tier changes per 1,000 player-events (steadier tiers for the same "
+    "prediction)"
 )
 
 
@@ -50,7 +51,7 @@ def _ci(point: float, draws: np.ndarray) -> dict[str, float]:
     return {"point": i.mean, "lo": i.lo, "hi": i.hi}
 
 
-def summarize(result: HarnessResult, boot: BootstrapOptions, current: str) -> dict[str, Any]:
+def summarize(result: HarnessResult, boot: BootstrapOptions, current: str | None) -> dict[str, Any]:
     """Every figure with its interval, the paired log-loss differences and the recommendation."""
     if not result.y:
         raise EvaluationError("no counted kill in the held-out part: nothing to evaluate")
@@ -73,7 +74,7 @@ def summarize(result: HarnessResult, boot: BootstrapOptions, current: str) -> di
         tc_point, tc_draws = ratio(1000.0 * changes, 2.0 * ones, m)
         row: dict[str, Any] = {
             "log_loss": _ci(ll_point, ll_draws),
-            "auc": _ci(*auc_draws(held, m)),
+            "auc": _auc(held, m),
             "brier": _ci(*brier_draws(held, m)),
             "ece": _ci(*ece_draws(held, m)),
             "tier_changes_per_1000": _ci(tc_point, tc_draws),
@@ -114,7 +115,15 @@ def summarize(result: HarnessResult, boot: BootstrapOptions, current: str) -> di
     }
 
 
-def recommend(systems: dict[str, Any], best: str, current: str, days: int) -> dict[str, Any]:
+def _auc(held: HeldOut, m: np.ndarray) -> dict[str, float] | None:
+    """AUC with its interval; None when the held-out kills have one outcome only."""
+    try:
+        return _ci(*auc_draws(held, m))
+    except EvaluationError:
+        return None
+
+
+def recommend(systems: dict[str, Any], best: str, current: str | None, days: int) -> dict[str, Any]:
     """The recommendation: a clear winner, or the tied set and the tie-break's choice."""
     tied = [
         name

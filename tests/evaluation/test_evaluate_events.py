@@ -374,6 +374,31 @@ def test_evaluate_events_reads_msgpack_from_stdin(tmp_path: Path) -> None:
     assert list(meta["systems"]) == ["adr", "eval:elo-k32"]
 
 
+def test_auc_is_left_out_when_one_outcome_only() -> None:
+    from evaluation._log_metrics import _auc
+
+    assert _auc(_held([0.2, 0.7], [1, 1]), day_multiplicities(1, 3, 0)) is None
+
+
+def test_model_params_reach_the_engine_model(tmp_path: Path) -> None:
+    runs = {}
+    for k in ("32", "8"):
+        out = tmp_path / k
+        done = _adr("--events", str(SAMPLE), "--quick", "--models", "elo",
+                    "--model-param", f"elo.k={k}", "--out", str(out))  # fmt: skip
+        assert done.returncode == 0, done.stderr[-2000:]
+        runs[k] = json.loads((out / "evaluation.json").read_text())
+    assert runs["8"]["meta"]["systems"]["elo"] == "engine model `elo` (k = 8)"
+    loss = {k: r["summary"]["systems"]["elo"]["log_loss"]["point"] for k, r in runs.items()}
+    assert loss["8"] != loss["32"]
+    # no adr among the models: nothing to keep, the tie-break goes to the tier rule
+    assert runs["8"]["summary"]["recommendation"]["choice"] == "elo"
+    bad = _adr("--events", str(SAMPLE), "--model-param", "adr.theta=1", "--out", str(tmp_path))
+    assert bad.returncode == 2 and "--param" in bad.stderr
+    unknown = _adr("--events", str(SAMPLE), "--model-param", "elo.nope=1", "--out", str(tmp_path))
+    assert unknown.returncode == 2
+
+
 def test_evaluate_events_usage_errors(tmp_path: Path) -> None:
     old_flag = _adr("--events", "10000", "--out", str(tmp_path / "o"), cwd=tmp_path)
     assert old_flag.returncode == 2 and "--kills N" in old_flag.stderr
