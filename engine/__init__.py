@@ -6,6 +6,10 @@ rules (integer ms, exact σ̄, fsum means, rational quantile index) are in docs/
 Public modules: params.py (`Params`: Table 9, the names `--param` takes) and profiles.py (the
 named profiles); the others are private, their names re-exported here.
 
+The rating models (docs/models.md): `RatingModel`, the typed seam a pool's rating goes through,
+with ADR (`AdrModel`, the functions above unchanged) and Elo, Glicko-2, TrueSkill and Weng–Lin,
+one module each, named in `MODELS` and built by `model_named`; `ModelBook` runs any of them.
+
 Exceptions: `EngineError` (root) ← `ParamError` (also a ValueError: a bad parameter value).
 """
 

@@ -173,6 +173,7 @@ class EloModel:
     def from_fields(self, fields: HashFields) -> EloState:
         rating, _sigma, n, last_ts, _tier, window, packed = fields
         no_window(window)
+        in_domain("rating", rating)
         (top,) = _FLAGS.decode(packed)
         return EloState(rating=rating, n=n, last_ts=last_ts, top=top)
 
@@ -181,3 +182,11 @@ def no_window(window: bytes) -> None:
     """A model without ADR's window writes an empty one; anything else is another model's hash."""
     if window != EMPTY_WINDOW:
         raise ValueError("a window field in a hash of a model that keeps none")
+
+
+def in_domain(name: str, value: float, positive: bool = False) -> None:
+    """ValueError unless `value` is finite (and > 0 if `positive`): what a model never writes,
+    refused at the codec before the formulas could raise something other than an
+    ArithmeticError (math.log of 0, a square root of a negative number)."""
+    if not math.isfinite(value) or (positive and not value > 0.0):
+        raise ValueError(f"{name} out of its domain: {value!r}")

@@ -21,7 +21,7 @@ from typing import Final
 
 import msgspec
 
-from engine._elo import EMPTY_WINDOW, no_window
+from engine._elo import EMPTY_WINDOW, in_domain, no_window
 from engine._model import HashFields
 from engine._model_config import check
 from engine._state import Snapshot
@@ -255,4 +255,7 @@ class Glicko2Model:
         rating, rd, n, last_ts, _tier, window, packed = fields
         no_window(window)
         (volatility,) = _VOLATILITY.decode(packed)
+        in_domain("rating", rating)
+        in_domain("rd", rd, positive=True)
+        in_domain("volatility", volatility, positive=True)
         return Glicko2State(rating=rating, rd=rd, volatility=volatility, n=n, last_ts=last_ts)

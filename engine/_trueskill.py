@@ -16,7 +16,7 @@ from typing import Final
 
 import msgspec
 
-from engine._elo import EMPTY_WINDOW, no_window
+from engine._elo import EMPTY_WINDOW, in_domain, no_window
 from engine._gaussian import cdf, v_win, w_win
 from engine._model import HashFields
 from engine._model_config import check
@@ -159,4 +159,6 @@ class TrueSkillModel:
         mu, sigma, n, last_ts, _tier, window, packed = fields
         no_window(window)
         _NOTHING.decode(packed)
+        in_domain("mu", mu)
+        in_domain("sigma", sigma, positive=True)
         return TrueSkillState(mu=mu, sigma=sigma, n=n, last_ts=last_ts)

@@ -52,15 +52,16 @@ VARIANTS: list[tuple[str, dict[str, Any]]] = [
 VARIANT = st.sampled_from(VARIANTS)
 
 _finite = st.floats(allow_nan=False, allow_infinity=False)
+_positive = st.floats(min_value=0.0, exclude_min=True, allow_infinity=False)
 _ts = st.none() | st.integers(0, 2**53)
 _n = st.integers(0, 2**40)
 STATES: dict[str, st.SearchStrategy[Any]] = {
     "elo": st.builds(EloState, rating=_finite, n=_n, last_ts=_ts, top=st.booleans()),
     "glicko2": st.builds(
-        Glicko2State, rating=_finite, rd=_finite, volatility=_finite, n=_n, last_ts=_ts
+        Glicko2State, rating=_finite, rd=_positive, volatility=_positive, n=_n, last_ts=_ts
     ),
-    "trueskill": st.builds(TrueSkillState, mu=_finite, sigma=_finite, n=_n, last_ts=_ts),
-    "weng-lin": st.builds(WengLinState, mu=_finite, sigma=_finite, n=_n, last_ts=_ts),
+    "trueskill": st.builds(TrueSkillState, mu=_finite, sigma=_positive, n=_n, last_ts=_ts),
+    "weng-lin": st.builds(WengLinState, mu=_finite, sigma=_positive, n=_n, last_ts=_ts),
 }
 IN_RANGE: dict[str, st.SearchStrategy[Any]] = {
     "elo": st.builds(EloState, rating=st.floats(-1000, 5000), n=st.integers(0, 200),
@@ -103,6 +104,35 @@ def test_the_codec_round_trips_any_state_bit_for_bit(name: str, data: st.DataObj
     assert fields[2:5] == (state.n, state.last_ts, 0)  # n, last_ts, tier: what readers read
 
 
+@pytest.mark.parametrize(
+    ("name", "index", "value"),
+    [
+        ("elo", 0, math.inf),
+        ("glicko2", 0, math.nan),
+        ("glicko2", 1, 0.0),
+        ("trueskill", 0, -math.inf),
+        ("trueskill", 1, -1.0),
+        ("weng-lin", 1, 0.0),
+        ("weng-lin", 1, math.nan),
+    ],
+)
+def test_a_value_out_of_the_models_domain_is_refused(name: str, index: int, value: float) -> None:
+    """What a model never writes (a non-finite float, σ or RD <= 0) fails at the codec, with a
+    ValueError the shell reports as a corrupt value, not later inside the formulas."""
+    model = model_named(name)
+    fields = list(model.to_fields(model.new_player()))
+    fields[index] = value
+    with pytest.raises(ValueError, match="out of its domain"):
+        model.from_fields(tuple(fields))  # type: ignore[arg-type]
+
+
+def test_a_glicko2_volatility_of_zero_is_refused() -> None:
+    model = model_named("glicko2")
+    fields = model.to_fields(model.new_player())
+    with pytest.raises(ValueError, match="volatility out of its domain"):
+        model.from_fields((*fields[:6], msgspec.msgpack.encode((0.0,))))  # type: ignore[arg-type]
+
+
 @pytest.mark.parametrize("name", OTHERS)
 def test_a_hash_of_another_model_is_refused(name: str) -> None:
     model = model_named(name)
@@ -126,6 +156,10 @@ def test_p_is_a_probability_symmetric_and_what_rate_uses(name: str, data: st.Dat
     assert out.p_ab == p and out.sigma_units_delta == 0
     assert out.attacker.n == a.n + 1 and out.victim.n == b.n + 1
     assert out.attacker.last_ts == ts == out.victim.last_ts
+    for state in (out.attacker, out.victim):  # a valid state: the codec takes it back
+        fields = model.to_fields(state)
+        assert all(math.isfinite(x) for x in fields[:2])
+        assert exact(model.from_fields(fields)) == exact(state)
     # the rating (the hash's mu: Elo's R, Glicko's r, μ) of the winner rises, the loser's falls
     # (not the display μ − kσ: a loss that shrinks σ can raise it)
     assert model.to_fields(out.attacker)[0] >= model.to_fields(a)[0]
@@ -208,3 +242,20 @@ def test_parameters_given_as_text_are_typed() -> None:
     assert model.config == EloConfig(k=16.0, fide_games=20, k_rule="fide")  # type: ignore[attr-defined]
     assert isinstance(model.config.k, float)  # type: ignore[attr-defined]
     assert model_named("glicko2", {"period_ms": 3600000}).config.period_ms == 3_600_000  # type: ignore[attr-defined]
+
+
+def test_trueskill_takes_the_limit_where_the_package_raises() -> None:
+    """An upset so large that Φ(t) underflows: V = −t and W = 1 (their limits; the package
+    raises a FloatingPointError there), and the states stay valid."""
+    from engine._gaussian import cdf, v_win, w_win
+
+    assert cdf(-40.0) == 0.0 and v_win(-40.0) == 40.0 and w_win(-40.0) == 1.0
+    assert w_win(40.0) == 0.0 or 0.0 < w_win(40.0) < 1e-300
+    model = model_named("trueskill")
+    weak = TrueSkillState(mu=-200.0, sigma=0.5, n=5, last_ts=0)
+    strong = TrueSkillState(mu=200.0, sigma=0.5, n=5, last_ts=0)
+    out = model.rate(weak, strong, 1, 0, 2, SNAPSHOT)
+    assert out.p_ab == 0.0  # Φ underflows: no finite-precision chance
+    assert out.attacker.mu > weak.mu and out.victim.mu < strong.mu
+    for state in (out.attacker, out.victim):
+        assert exact(model.from_fields(model.to_fields(state))) == exact(state)
