@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine import Params, model_named
+from engine import Params, model_named, profile_overrides
 from evaluation._adr_system import AdrSystem
 from evaluation._day_bootstrap import (
     HeldOut,
@@ -215,6 +215,50 @@ def test_systems_see_only_what_the_consumer_counts() -> None:
     assert spy.fed == [("a", "b", T0), ("a", "b", T0 + 70_000), ("b", "c", T0 + 5 * DAY)]
     by_time = run_log(events, [_Spy()], Params(), HarnessOptions(order="time"))
     assert by_time.verdicts["counted"] == 4  # sorted by ts, nothing is late
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 5), st.integers(0, 5), st.integers(0, 3 * DAY), st.integers(0, 40)
+        ),
+        min_size=1,
+        max_size=120,
+    ),
+    st.sampled_from(["time", "file"]),
+)
+def test_every_engine_model_counts_what_the_consumer_counts(
+    rows: list[tuple[int, int, int, int]], order: str
+) -> None:
+    # Random logs with repeats inside the cooldown, late events (file order), resent and reused
+    # ids: each engine model's own book must count exactly the kills the consumer's rules
+    # count (ModelSystem raises otherwise), and every system scores every held-out kill.
+    from engine import MODELS
+
+    events = [
+        _ev(k, f"p{a}", f"p{b}", T0 + ts, event_id=f"e{i}")
+        for k, (a, b, ts, i) in enumerate(rows)
+        if a != b
+    ]
+    if not events:
+        return
+    params = Params()
+    recommended = Params.from_overrides(profile_overrides("recommended"))
+    systems = [
+        ModelSystem(model_named(m, params=params), params, 300_000, lateness_ms=DAY) for m in MODELS
+    ]
+    systems.append(
+        ModelSystem(model_named("adr", params=recommended), recommended, 300_000, "r", DAY)
+    )
+    result = run_log(events, systems, params, HarnessOptions(order=order, lateness_ms=DAY))
+    assert sum(result.verdicts.values()) == len(events)
+    assert result.counted == result.verdicts.get("counted", 0)
+    for system in systems:
+        assert system.book.counted == result.counted
+    for trace in result.traces:
+        assert len(trace.p) == len(result.y) and len(trace.tier_changes) == len(result.y)
+        assert all(0.0 <= p <= 1.0 for p in trace.p)
 
 
 def test_held_out_is_the_end_of_the_time_span_and_orientation_is_the_id_bit() -> None:
