@@ -22,6 +22,8 @@ from evaluation._protocol import ProtocolOptions
 from evaluation._stream import OUTCOME_MODELS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+# Flags of the synthetic §10 runs that mean nothing with --events (refused there, exit 2).
+SYNTHETIC_ONLY = ("seeds", "players", "kills", "days", "no_long", "long_days", "systems")
 
 
 def _log(msg: str, level: str = "info", **fields: Any) -> None:
@@ -182,6 +184,14 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"adr evaluate: --events takes a FILE of kill events (no file {args.events!s}); "
                 "the synthetic stream's kill count is --kills N",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        synthetic = [f"--{n.replace('_', '-')}" for n in SYNTHETIC_ONLY if getattr(args, n)]
+        if synthetic:
+            print(
+                f"adr evaluate: {', '.join(synthetic)} set(s) the synthetic streams, not "
+                "--events (choose models with --models)",
                 file=sys.stderr,
             )
             return EXIT_USAGE

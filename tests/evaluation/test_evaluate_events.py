@@ -450,6 +450,8 @@ def test_evaluate_events_usage_errors(tmp_path: Path) -> None:
     assert missing.returncode == 1 and "cannot read" in missing.stderr
     unknown = _adr("--events", str(SAMPLE), "--models", "adr,nosuch", "--out", str(tmp_path))
     assert unknown.returncode == 2 and "unknown model 'nosuch'" in unknown.stderr
+    mixed = _adr("--events", str(SAMPLE), "--systems", "adr", "--out", str(tmp_path / "o"))
+    assert mixed.returncode == 2 and "--systems" in mixed.stderr and "--models" in mixed.stderr
     empty = tmp_path / "bad.jsonl"
     empty.write_text("{\n[1]\n")
     nothing = _adr("--events", str(empty), "--out", str(tmp_path / "o"))
