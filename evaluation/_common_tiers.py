@@ -9,6 +9,9 @@ protocol (`_protocol.run_protocol`) and the event-log evaluation (`_log_harness`
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable, Sequence
+
+import numpy as np
 
 from engine import Params, Snapshot, h_down_next, h_up_next, take_snapshot, tier_of
 
@@ -64,22 +67,26 @@ class CommonTiers:
             if len(dq) == p.n_active and dq[0] > now - p.active_ms
         ]
 
-    def calibrate(self, ts: int, ratings: list[float]) -> None:
+    def calibrate(self, ts: int, ratings: Sequence[float] | np.ndarray) -> None:
+        """A new snapshot before an event at ts when none exists or the last is every_ms old;
+        `ratings`: every player's, by number."""
         snap = self.snapshot
         if snap is None or snap.taken_at is None or ts - snap.taken_at >= self.every_ms:
             active = [ratings[i] for i in self.active(ts)]
             self.snapshot = take_snapshot(ts, active, iter(ratings), snap, self.params)
 
-    def observe(self, i: int, rating: float, ts: int, sd: float) -> bool:
-        """Record an own event of player i; True when it changed a placed player's tier."""
+    def observe(self, i: int, rating: float, ts: int, sd: Callable[[], float]) -> bool:
+        """Record an own event of player i; True when it changed a placed player's tier. `sd`
+        gives the system's population SD now (asked only for a placed player)."""
         self.recent[i].append(ts)
         self.counts[i] += 1
         snap = self.snapshot
         if snap is None or snap.boundaries is None or self.counts[i] < self.params.n_min:
             return False
         old = self.tiers[i]
+        need = self.hysteresis_sd * sd() if old else 0.0
         tier, self._up[i], self._down[i] = hysteresis_step(
-            old, self._up[i], self._down[i], rating, snap.boundaries, self.hysteresis_sd * sd
+            old, self._up[i], self._down[i], rating, snap.boundaries, need
         )
         self.tiers[i] = tier
         return old != 0 and tier != old

@@ -233,9 +233,8 @@ def run_log(
             system.update(a, b, ts)
             run.gain[k] += spread.set(ia, system.rating(a))
             run.loss[k] -= spread.set(ib, system.rating(b))
-            sd = spread.sd()
-            changes = int(rule.observe(ia, spread.values[ia], ts, sd))
-            changes += int(rule.observe(ib, spread.values[ib], ts, sd))
+            changes = int(rule.observe(ia, spread.values[ia], ts, spread.sd))
+            changes += int(rule.observe(ib, spread.values[ib], ts, spread.sd))
             if held:
                 trace.tier_changes.append(changes)
     for run in runs.values():
