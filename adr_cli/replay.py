@@ -22,9 +22,7 @@ import msgpack
 import msgspec
 
 from adr_cli._errors import CliError
-from adr_cli._event_ids import RESEND, EventIds
 from engine import (
-    COUNTED,
     MODELS,
     TIER_LABELS,
     EngineError,
@@ -35,6 +33,7 @@ from engine import (
     Snapshot,
     model_named,
 )
+from redis_layout.event_ids import CountingRules
 from runtime.params import add_param_argument, param_overrides
 from runtime.settings import key_values
 
@@ -179,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_IO
     started = time.monotonic()
     malformed = 0
-    by_id = _ById(EventIds(lateness_ms + params.pair_memory_ms))
+    by_id = CountingRules(book)
     try:
         progress = _Progress(stream, args.progress)
         for number, item in _records(stream, args.format):
@@ -187,7 +186,7 @@ def run(args: argparse.Namespace) -> int:
                 malformed += 1
                 _log("warning", "malformed", line=number, reason=str(item))
                 continue
-            by_id.apply(book, item)
+            by_id.apply(item.id, item.arena, item.attacker, item.victim, item.ts)
             progress.tick(number)
         progress.done()
     except (OSError, ValueError) as exc:
@@ -300,7 +299,7 @@ def _msgpack_records(stream: IO[bytes]) -> Iterator[tuple[int, ReplayEvent | _Ma
 # -- output -----------------------------------------------------------------------------------
 
 
-def _write_outputs(out_dir: Path, book: Book, malformed: int, by_id: _ById) -> None:
+def _write_outputs(out_dir: Path, book: Book, malformed: int, by_id: CountingRules) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     if isinstance(book, ModelBook):
         _write_model_outputs(out_dir, book, malformed, by_id)
@@ -334,7 +333,9 @@ def _write_outputs(out_dir: Path, book: Book, malformed: int, by_id: _ById) -> N
         out.write("\n")
 
 
-def _write_model_outputs(out_dir: Path, book: ModelBook[Any], malformed: int, by_id: _ById) -> None:
+def _write_model_outputs(
+    out_dir: Path, book: ModelBook[Any], malformed: int, by_id: CountingRules
+) -> None:
     """A model other than ADR: per player its state's fields (docs/models.md) and its display
     rating; population.json as ADR's, with the model's name and no σ̄ (ADR's own aggregate)."""
     model = book.model
@@ -365,34 +366,6 @@ def _write_model_outputs(out_dir: Path, book: ModelBook[Any], malformed: int, by
 
 Book = RatingBook | ModelBook[Any]
 """ADR's columnar book, or the generic one of another model: the same rules and counters."""
-
-
-class _ById:
-    """The book behind the consumer's event-id rule (adr_cli/_event_ids.py): a counted id that
-    comes again within the horizon is a duplicate (same kill) or rejected (another kill) before
-    the book sees it; a late event stays late, as in the consumer, whose lateness check comes
-    first."""
-
-    __slots__ = ("ids", "resends", "reused")
-
-    def __init__(self, ids: EventIds) -> None:
-        self.ids = ids
-        self.resends = 0
-        self.reused = 0
-
-    def apply(self, book: Book, item: ReplayEvent) -> None:
-        content = (item.arena, item.attacker, item.victim, item.ts)
-        self.ids.forget(book.watermark)  # as soon as the watermark lets the consumer sweep them
-        if not book.is_late(item.ts) and item.attacker != item.victim:  # the decoder rejects those
-            seen = self.ids.check(item.id, content)
-            if seen is not None:
-                if seen == RESEND:
-                    self.resends += 1
-                else:
-                    self.reused += 1
-                return
-        if book.apply(item.id, item.attacker, item.victim, item.ts) is COUNTED:
-            self.ids.remember(item.id, content)
 
 
 class _atomic:

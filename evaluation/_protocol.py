@@ -7,13 +7,15 @@ scale-free quantities (ranks, percentiles, population standard deviations).
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from engine import Params, Snapshot, h_down_next, h_up_next, take_snapshot, tier_of
+from engine import Params, Snapshot, tier_of
+from evaluation._common_tiers import CommonTiers
 from evaluation._stream import DAY_MS, Stream
 from evaluation._systems import RatingSystem
 
@@ -104,20 +106,18 @@ def run_protocol(
     rho_curve: list[tuple[int, float]] = []
 
     # quantile tiers, the same procedure for every system (§6.3 quantiles on the system's ratings)
-    recent: list[deque[int]] = [deque(maxlen=params.n_active) for _ in players]
-    counts = np.zeros(len(players), dtype=int)
+    # and the common hysteresis rule (evaluation/_common_tiers.py), on the same snapshots
+    tiers = CommonTiers(params, opts.calibrate_every_ms, opts.hysteresis_sd)
+    for _ in players:
+        tiers.add_player()
+    recent = tiers.recent
     q_tier = np.zeros(len(players), dtype=int)
-    snap: Snapshot | None = None
     q_changes = 0
     own_tier = np.zeros(len(players), dtype=int)
     own_changes = 0
     has_own = system.tier(players[0]) is not None
     player_events_test = 0
     abs_changes_test: list[float] = []
-    # the common hysteresis rule (same for every system): tier, h↑, h↓ per player
-    h_tier = np.zeros(len(players), dtype=int)
-    h_up = np.zeros(len(players))
-    h_down = np.zeros(len(players))
     h_changes = 0
     adr_params = getattr(system, "params", None)
     floor = (adr_params.mu_min, adr_params.mu_max) if isinstance(adr_params, Params) else None
@@ -145,29 +145,25 @@ def run_protocol(
     ev: Event
     for k, ev in enumerate(events):
         ts = ev.ts
-        while ts >= next_sample and snap is not None:
+        while ts >= next_sample and tiers.snapshot is not None:
             series.append(
                 _sample(
                     next_sample,
                     events[0].ts,
                     cur,
-                    counts,
+                    np.asarray(tiers.counts),
                     recent,
-                    h_tier,
-                    snap,
+                    tiers.tiers,
+                    tiers.snapshot,
                     floor,
                     params,
                     opts,
                 )
             )
             next_sample += series_every
-        if snap is None or snap.taken_at is None or ts - snap.taken_at >= opts.calibrate_every_ms:
-            active = [
-                cur[i]
-                for i, dq in enumerate(recent)
-                if len(dq) == params.n_active and dq[0] > ts - params.active_ms
-            ]
-            snap = take_snapshot(ts, active, iter(cur.tolist()), snap, params)
+        tiers.calibrate(ts, cur)
+        snap = tiers.snapshot
+        assert snap is not None
         a, b = ev.attacker, ev.victim
         ia, ib = index[a], index[b]
         if ev.kind == "organic":
@@ -188,28 +184,15 @@ def run_protocol(
         cur[ib] = system.rating(b)
 
         for i, p, before in ((ia, a, before_a), (ib, b, before_b)):
-            recent[i].append(ts)
-            counts[i] += 1
+            changed = tiers.observe(i, float(cur[i]), ts, functools.partial(population_sd, k))
+            if changed and k >= test_start:
+                h_changes += 1
             boundaries = snap.boundaries
-            if counts[i] >= params.n_min and boundaries is not None:
+            if tiers.counts[i] >= params.n_min and boundaries is not None:
                 new_tier = tier_of(float(cur[i]), boundaries)
                 if k >= test_start and q_tier[i] and new_tier != q_tier[i]:
                     q_changes += 1
                 q_tier[i] = new_tier
-                h_old = int(h_tier[i])
-                if h_old == 0:
-                    h_tier[i] = new_tier
-                else:
-                    mu = float(cur[i])
-                    up = h_up_next(float(h_up[i]), mu, h_old, boundaries)
-                    down = h_down_next(float(h_down[i]), mu, h_old, boundaries)
-                    need = opts.hysteresis_sd * population_sd(k)
-                    if up >= need or down >= need:
-                        h_tier[i] = h_old - 1 if up >= need else h_old + 1
-                        up = down = 0.0
-                        if k >= test_start:
-                            h_changes += 1
-                    h_up[i], h_down[i] = up, down
             if has_own:
                 t = system.tier(p) or 0
                 if k >= test_start and own_tier[i] and t and t != own_tier[i]:
@@ -246,10 +229,22 @@ def run_protocol(
         if len(dq) == params.n_active and dq[0] > end - params.active_ms
     ]
     q_shares = _shares([int(q_tier[i]) for i in active_idx])
-    h_shares = _shares([int(h_tier[i]) for i in active_idx])
+    h_shares = _shares([int(tiers.tiers[i]) for i in active_idx])
+    snap = tiers.snapshot
     if snap is not None:
         series.append(
-            _sample(end, events[0].ts, cur, counts, recent, h_tier, snap, floor, params, opts)
+            _sample(
+                end,
+                events[0].ts,
+                cur,
+                np.asarray(tiers.counts),
+                recent,
+                tiers.tiers,
+                snap,
+                floor,
+                params,
+                opts,
+            )
         )
     own_shares = own_unplaced = None
     if has_own:
@@ -286,7 +281,7 @@ def _sample(
     cur: np.ndarray,
     counts: np.ndarray,
     recent: list[deque[int]],
-    h_tier: np.ndarray,
+    h_tier: list[int],
     snap: Snapshot,
     floor: tuple[float, float] | None,
     params: Params,

@@ -17,10 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from evaluation._errors import EvaluationError
+from evaluation._log_cli import add_log_arguments, run_events
 from evaluation._protocol import ProtocolOptions
 from evaluation._stream import OUTCOME_MODELS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+# Flags of the synthetic §10 runs that mean nothing with --events (refused there, exit 2).
+SYNTHETIC_ONLY = ("seeds", "players", "kills", "days", "no_long", "long_days", "systems")
 
 
 def _log(msg: str, level: str = "info", **fields: Any) -> None:
@@ -41,7 +44,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from evaluation._tuning import ALL_SYSTEMS, EXTENSIONS
 
     d = SuiteConfig()
-    parser.epilog = "exit status: 0 report written; 1 a run failed; 2 usage"
+    parser.epilog = (
+        "exit status: 0 report written; 1 a run failed (or --events unreadable); 2 usage"
+    )
     parser.add_argument("--out", required=True, type=Path, help="directory for the report")
     parser.add_argument(
         "--seeds",
@@ -52,10 +57,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="a small run for CI (2 seeds, 30 players, 1,500 kills; seconds, not minutes)",
+        help="a small run for CI (2 seeds, 30 players, 1,500 kills; seconds, not minutes; "
+        "with --events: 200 bootstrap resamples and two plots)",
     )
     parser.add_argument("--players", type=int, default=None, help=f"players ({d.main.players})")
-    parser.add_argument("--events", type=int, default=None, help=f"kills ({d.main.events})")
+    parser.add_argument(
+        "--kills", type=int, default=None, help=f"kills of the synthetic stream ({d.main.events})"
+    )
     parser.add_argument("--days", type=int, default=None, help=f"stream length ({d.main.days})")
     parser.add_argument(
         "--outcome-models",
@@ -102,6 +110,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=os.cpu_count() or 1,
         help="worker processes, over seeds and systems (default: CPUs)",
     )
+    add_log_arguments(parser)
 
 
 def parse_seeds(text: str) -> tuple[int, ...]:
@@ -145,9 +154,9 @@ def _suite(args: argparse.Namespace) -> Any:
     if not models or any(m not in OUTCOME_MODELS for m in models):
         raise EvaluationError(f"--outcome-models: choose from {', '.join(OUTCOME_MODELS)}")
     main = base.main
-    for name in ("players", "events", "days"):
+    for name, field in (("players", "players"), ("kills", "events"), ("days", "days")):
         if getattr(args, name) is not None:
-            main = dataclasses.replace(main, **{name: getattr(args, name)})
+            main = dataclasses.replace(main, **{field: getattr(args, name)})
     long = None if args.no_long else base.long
     if long is not None and args.long_days is not None:
         if args.long_days < 1:
@@ -170,6 +179,23 @@ def run(args: argparse.Namespace) -> int:
     from evaluation._report import write_report
     from evaluation._suite import run_suite
 
+    if args.events is not None:
+        if str(args.events).isdigit() and not args.events.exists():
+            print(
+                f"adr evaluate: --events takes a FILE of kill events (no file {args.events!s}); "
+                "the synthetic stream's kill count is --kills N",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        synthetic = [f"--{n.replace('_', '-')}" for n in SYNTHETIC_ONLY if getattr(args, n)]
+        if synthetic:
+            print(
+                f"adr evaluate: {', '.join(synthetic)} set(s) the synthetic streams, not "
+                "--events (choose models with --models)",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
+        return run_events(args, _log)
     started = time.perf_counter()
     try:
         overrides = {**profile_overrides(args.profile or "paper"), **_overrides(args.param)}
@@ -224,7 +250,7 @@ def _command(args: argparse.Namespace) -> str:
         "adr evaluate",
         *(["--quick"] if args.quick else []),
         *([f"--seeds {args.seeds}"] if args.seeds else []),
-        *(f"--{n} {getattr(args, n)}" for n in ("players", "events", "days") if getattr(args, n)),
+        *(f"--{n} {getattr(args, n)}" for n in ("players", "kills", "days") if getattr(args, n)),
         f"--outcome-models {args.outcome_models}",
         *(["--no-long"] if args.no_long else []),
         *([f"--long-days {args.long_days}"] if args.long_days else []),

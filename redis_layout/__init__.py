@@ -7,6 +7,8 @@
 - scripts/: the Lua scripts (the consumer's atomic batch write, the tier job's fenced writes and
   paged read of μ over A,
   the leaderboard's read around a player).
+- event_ids.py: the consumer's event-id rule and, with the engine's RatingBook, every rule that
+  decides whether a kill counts, offline (`CountingRules`: `adr replay`, `adr evaluate --events`).
 - raw.py: pipelined reads and writes on one pooled connection without redis-py's per-argument
   packing and reply callbacks.
 
