@@ -58,3 +58,52 @@ def test_model_book_counts_the_same_events_for_every_model(events: list[Event], 
             state = other.player(a)
             assert state is not None and state.last_ts == ts
     assert sorted(other.players()) == sorted(adr.players())
+
+
+class _CountingAdr(AdrModel):
+    """ADR that counts `display` calls: taking a snapshot calls it for every active player."""
+
+    def __init__(self, params: Params) -> None:
+        super().__init__(params)
+        self.displays = 0
+
+    def display(self, state: Any) -> float:
+        self.displays += 1
+        return super().display(state)
+
+
+@FAST
+@given(streams(), PARAMS)
+def test_predicting_first_changes_nothing(events: list[Event], params: Params) -> None:
+    """`adr evaluate --events` predicts every kill before applying it: the book must end as if
+    it had only applied."""
+    plain = ModelBook(AdrModel(params), params, calibrate_every_ms=EVERY_MS)
+    predicted = ModelBook(AdrModel(params), params, calibrate_every_ms=EVERY_MS)
+    for i, (a, b, ts) in enumerate(events):
+        if a != b:
+            predicted.predict(a, b, ts)
+        assert predicted.apply(str(i), a, b, ts) == plain.apply(str(i), a, b, ts)
+    assert exact(predicted.players()) == exact(plain.players())
+    assert exact(predicted.snapshot) == exact(plain.snapshot)
+
+
+def test_a_due_snapshot_is_taken_once_for_predict_then_apply() -> None:
+    """The snapshot due at an event is taken by `predict` and reused by that event's `apply`
+    (it visits every active player: taking it twice doubled a log's evaluation time)."""
+    params = Params()
+    books = [ModelBook(_CountingAdr(params), params, calibrate_every_ms=EVERY_MS) for _ in "ab"]
+    players = [f"p{i}" for i in range(12)]
+    for book in books:  # enough events for everyone to be active (n_active each)
+        for k in range(200):
+            a, b = players[k % 12], players[(k * 5 + 1) % 12]
+            if a != b:
+                book.apply(str(k), a, b, 1_000 * 61 * k)
+    applied_only, predicted_first = books
+    due = 1_000 * 61 * 200 + EVERY_MS  # past the interval: a snapshot is due
+    applied_only.model.displays = predicted_first.model.displays = 0
+    assert applied_only.apply("x", "p0", "p3", due) is COUNTED
+    predicted_first.predict("p0", "p3", due)
+    assert predicted_first.apply("x", "p0", "p3", due) is COUNTED
+    assert applied_only.model.displays >= 12  # the snapshot visited the 12 active players
+    assert predicted_first.model.displays == applied_only.model.displays
+    assert exact(predicted_first.players()) == exact(applied_only.players())
