@@ -88,7 +88,7 @@ class Plan:
     """One batch's atomic write: what to check (compare-and-set) and what to write."""
 
     players: list[str | msgspec.Raw] = dataclasses.field(default_factory=list)
-    """Per changed player, the 11 items of PLAYER_ITEMS in redis_layout/scripts/apply.lua: id,
+    """Per changed player, its items in redis_layout/apply_contract.PLAYER_ITEMS order: id,
     checked ver, new ver, the hash values (FIELDS order, without ver; see `script_items`),
     activity time ("" = none). The write sends them as one msgpack array."""
     states: Entries = dataclasses.field(default_factory=Entries)
@@ -375,23 +375,14 @@ def _plan_players(
             continue  # read for the batch but its only events were duplicates
         new_ver = vers[player]
         plan.states.put(player, state, new_ver)
-        mu, sigma, n, last_ts, tier, window, packed = script_items(state)
+        # the items in redis_layout/apply_contract.PLAYER_ITEMS order: id, checked ver, new
+        # ver, the hash values (the codec's, however many), activity time
+        out.append(player)
+        out.append(str(ver))
+        out.append(str(new_ver))
+        out.extend(script_items(state))
         since = activity_time(state, params)
-        out.extend(
-            (
-                player,
-                str(ver),
-                str(new_ver),
-                mu,
-                sigma,
-                n,
-                last_ts,
-                tier,
-                window,
-                packed,
-                "" if since is None else str(since),
-            )
-        )
+        out.append("" if since is None else str(since))
         if old is None or old.tier != state.tier:
             if old is not None and old.tier:
                 tier_counts[tier_label(old.tier)] -= 1

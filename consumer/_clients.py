@@ -65,7 +65,16 @@ class Clients:
             health_check_interval=5,
         )
         on_corrupt = functools.partial(report_corrupt, metrics)
-        store = Store(client, keys, config.topic, params, config.lateness_ms, on_corrupt, stages)
+        store = Store(
+            client,
+            keys,
+            config.topic,
+            params,
+            config.lateness_ms,
+            on_corrupt,
+            stages,
+            max_age_ms=config.max_age_ms,
+        )
         kafka = new_consumer(config, errors)
         producer = new_producer(config, errors)
         relay = Relay(client, producer, keys, config, metrics)

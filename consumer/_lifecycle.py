@@ -86,7 +86,7 @@ class Lifecycle:
             self.cache,
             keys,
             params,
-            config.max_age_ms,
+            config.lateness_ms,
             metrics,
             retry,
             self._dead_letter_rated,

@@ -112,7 +112,7 @@ class Writer:
         cache: StateCache,
         keys: Keys,
         params: Params,
-        max_age_ms: int,
+        lateness_ms: int,
         metrics: Metrics,
         retry: RedisRetry,
         on_rejected: Callable[[Batch, Plan], bool] = lambda _batch, _plan: False,
@@ -128,7 +128,7 @@ class Writer:
         self._cache = cache
         self._keys = keys
         self._params = params
-        self._max_age_ms = max_age_ms
+        self._lateness_ms = lateness_ms
         self._metrics = metrics
         self._retry = retry
         self._on_rejected = on_rejected
@@ -167,7 +167,7 @@ class Writer:
             view,
             self._keys,
             self._params,
-            self._store.lateness_ms,
+            self._lateness_ms,
             self._max_players,
             batch.dead_lettered,
             self._stages,
@@ -205,8 +205,6 @@ class Writer:
             self._watched(batch),
             Overlay(plan.states, self._cache),
             plan,
-            self._params.pair_memory_ms,
-            self._max_age_ms,
             batch.ids,
         )
 
@@ -223,7 +221,7 @@ class Writer:
                     plan = self.rate(batch)
                 started = time.perf_counter()
                 try:
-                    self._store.write(plan, self._params.pair_memory_ms, self._max_age_ms)
+                    self._store.write(plan)
                 except Conflict as exc:
                     self._conflict(batch, exc)
                     plan = None

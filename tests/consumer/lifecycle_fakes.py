@@ -25,6 +25,7 @@ from consumer._kafka import KafkaErrors
 from consumer._metrics import Metrics
 from engine import DEFAULT_LATENESS_MS, PlayerState, Snapshot
 from redis_layout import Conflict
+from redis_layout.apply_contract import PLAYER_ITEMS
 
 Trace = list[tuple[Any, ...]]
 
@@ -94,11 +95,11 @@ class FakeStore:
 
     def read_view_then_write(self, *args: Any) -> tuple[View, FakePendingWrite]:
         """As Store's: the read of (players, pairs, partitions, cached), then plan's write."""
-        players, pairs, partitions, cached, plan, _cooldown_ms, _max_age_ms, ids = args
+        players, pairs, partitions, cached, plan, ids = args
         view = self.read_view(players, pairs, partitions, cached, ids)
         return view, self._send(plan)
 
-    def write(self, plan: Plan, cooldown_ms: int, max_age_ms: int) -> None:
+    def write(self, plan: Plan) -> None:
         self._send(plan).result()
 
     def _send(self, plan: Plan) -> FakePendingWrite:
@@ -113,9 +114,9 @@ class FakeStore:
         for partition, stored in plan.offset_checks:
             if h.offsets.get(partition) != stored:
                 raise Conflict("offset", str(partition))
-        stride = len(plan.players) // len(plan.states) if plan.states else 0
+        stride, at = len(PLAYER_ITEMS), PLAYER_ITEMS.index("checked_ver")
         for i, player in enumerate(plan.states):
-            checked = int(plan.players[i * stride + 1])  # type: ignore[arg-type]
+            checked = int(plan.players[i * stride + at])  # type: ignore[arg-type]
             if h.players.get(player, (None, 0))[1] != checked:
                 raise Conflict("player", player)
         for key, _digest, _ts in plan.event_ids:

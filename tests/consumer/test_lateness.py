@@ -111,9 +111,9 @@ def _write(store: Store, keys: Keys, params: Params, batch: list[Accepted]) -> N
     pairs = list(dict.fromkeys(keys.cooldown(x.event.attacker, x.event.victim) for x in batch))
     while True:
         view = store.read_view(players, pairs, list(ends))
-        plan = rate_batch(batch, ends, view, keys, params, store.lateness_ms)
+        plan = rate_batch(batch, ends, view, keys, params)  # the default lateness, as the store's
         try:
-            store.write(plan, params.cooldown_ms, 7 * 24 * HOUR_MS)
+            store.write(plan)
             return
         except Conflict:
             continue

@@ -182,7 +182,7 @@ def test_the_write_refuses_an_id_another_instance_recorded_meanwhile(
     assert plan.event_ids and plan.counted == 1
     client.set(keys.event_id("x1"), b"0123456789abcdef")  # another instance counted x1
     try:
-        store.write(plan, params.cooldown_ms, 3_600_000)
+        store.write(plan)
     except Conflict as exc:
         assert exc.what == "event_id"
     else:
