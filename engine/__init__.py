@@ -9,6 +9,7 @@ named profiles); the others are private, their names re-exported here.
 Exceptions: `EngineError` (root) ← `ParamError` (also a ValueError: a bad parameter value).
 """
 
+from engine._adr_model import AdrModel
 from engine._book import COUNTED, DEFAULT_LATENESS_MS, DUPLICATE, RatingBook, Verdict
 from engine._cooldown import is_duplicate, repeat_weight
 from engine._decay import (
@@ -22,6 +23,8 @@ from engine._decay import (
 from engine._errors import EngineError, ParamError
 from engine._kill import KillOutcome, predict, rate_kill
 from engine._learning_rate import eta, eta_base, eta_streak, eta_trend, eta_vol, window_mean
+from engine._model import HashFields, Outcome, RatingModel
+from engine._models import MODELS, model_named
 from engine._outcome import diffusion, outcome_probability, p_ab, p_ab_logistic
 from engine._sigma import sigma_mean, sigma_units
 from engine._snapshot import (
@@ -61,16 +64,21 @@ __all__ = [
     "DEFAULT_LATENESS_MS",
     "DUPLICATE",
     "EMPTY_SNAPSHOT",
+    "MODELS",
     "MS_PER_DAY",
     "PROFILES",
     "TIER_COUNT",
     "TIER_LABELS",
+    "AdrModel",
     "EngineError",
+    "HashFields",
     "KillOutcome",
+    "Outcome",
     "ParamError",
     "Params",
     "PlayerState",
     "RatingBook",
+    "RatingModel",
     "Snapshot",
     "Verdict",
     "activity_time",
@@ -95,6 +103,7 @@ __all__ = [
     "is_active",
     "is_duplicate",
     "is_returning",
+    "model_named",
     "new_player",
     "outcome_probability",
     "p_ab",

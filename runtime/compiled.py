@@ -65,6 +65,7 @@ COMPILED: Final = (
     "engine/_pairs.py",
     "engine/_store.py",
     "engine/_book.py",
+    "engine/_adr_model.py",
     "consumer/_batch.py",
     "consumer/_cache.py",
     "consumer/_decoding.py",
