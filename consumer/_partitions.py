@@ -10,13 +10,14 @@ import logging
 from typing import Final
 
 import redis
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from consumer._blocked import Blocked
 from consumer._clients import Clients
 from consumer._epoch import PoolEpoch
 from consumer._log_range import LogRange
 from consumer._metrics import Metrics
+from consumer._ports import KillLog
 from consumer._retry import RedisRetry, retriable
 from consumer.config import Config
 
@@ -71,7 +72,7 @@ class Partitions:
         """Raise the pool epoch before anything is applied again (retried while Redis fails)."""
         self._raise(why, "", 0)
 
-    def assign_stored(self, consumer: Consumer, partitions: list[int], new: bool = False) -> None:
+    def assign_stored(self, consumer: KillLog, partitions: list[int], new: bool = False) -> None:
         """Assign `partitions` at the next offsets Redis holds for them, and hold (pause) each
         whose stored offset lies outside its log (consumer/_log_range.py). Assigning anew, not
         seeking: a seek fails on a partition that is paused before its first fetch.
@@ -111,7 +112,7 @@ class Partitions:
         )
 
     def _behind_committed(
-        self, consumer: Consumer, partitions: list[int], stored: dict[int, int | None]
+        self, consumer: KillLog, partitions: list[int], stored: dict[int, int | None]
     ) -> None:
         """Raise the pool epoch if Redis holds, for one of `partitions`, less than the group
         committed (commits follow Redis: it lost writes, e.g. restored from an older RDB while
@@ -151,7 +152,7 @@ class Partitions:
             self.positions[partition] = offset
             self.confirmed[partition] = offset
 
-    def revoke(self, consumer: Consumer, partitions: list[int]) -> None:
+    def revoke(self, consumer: KillLog, partitions: list[int]) -> None:
         """The partitions leave this instance (their batch was flushed first)."""
         consumer.unassign()
         self._blocked.forget(partitions)

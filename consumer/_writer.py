@@ -27,12 +27,11 @@ from consumer._dead_letters import Stop
 from consumer._epoch import PoolEpoch
 from consumer._errors import RedisBehind
 from consumer._metrics import Metrics
+from consumer._ports import PendingWrite, PoolStore
 from consumer._retry import RedisRetry, refusal, retriable
 from consumer._stages import NO_STAGES, StageTimer
-from consumer._store import Store
 from engine import Params
 from redis_layout import Conflict, Keys
-from redis_layout.raw import PendingWrite
 
 log = logging.getLogger("adr.consumer")
 
@@ -108,7 +107,7 @@ class Writer:
 
     def __init__(
         self,
-        store: Store,
+        store: PoolStore,
         cache: StateCache,
         keys: Keys,
         params: Params,

@@ -19,7 +19,7 @@ from types import FrameType
 from typing import Any, Final
 
 import redis
-from confluent_kafka import Consumer, Message, Producer, TopicPartition
+from confluent_kafka import Message, TopicPartition
 
 from consumer._blocked import Blocked
 from consumer._clients import Clients
@@ -29,6 +29,7 @@ from consumer._lifecycle import Lifecycle
 from consumer._log_range import LogRange
 from consumer._metrics import Metrics, serve
 from consumer._partitions import Partitions
+from consumer._ports import KillLog, RatingProducer
 from consumer._retry import RedisRetry
 from consumer._stages import NO_STAGES, StageTimer
 from consumer.config import Config
@@ -96,11 +97,11 @@ class Pipeline:
         self.http: ThreadingHTTPServer | None = None
 
     @property
-    def kafka(self) -> Consumer:
+    def kafka(self) -> KillLog:
         return self.clients.kafka
 
     @property
-    def producer(self) -> Producer:
+    def producer(self) -> RatingProducer:
         return self.clients.producer
 
     @property
@@ -187,7 +188,7 @@ class Pipeline:
             [self.config.topic], on_assign=self._on_assign, on_revoke=self._on_revoke
         )
 
-    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    def _on_assign(self, consumer: KillLog, partitions: list[TopicPartition]) -> None:
         """Start each partition where Redis says the state is, not where Kafka's group says (an
         assignment met while stopping with Redis not answering is left: the process leaves)."""
         self.flush()  # its offsets first, so that the read below sees them
@@ -200,7 +201,7 @@ class Pipeline:
         self.metrics.ready_flags["assigned"] = True
         self.metrics.ready_flags["broker"] = True
 
-    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    def _on_revoke(self, consumer: KillLog, partitions: list[TopicPartition]) -> None:
         log.info("partitions revoked", extra={"partitions": [tp.partition for tp in partitions]})
         self.flush()  # finish the batch before the partitions move on
         self.partitions.revoke(consumer, [tp.partition for tp in partitions])
