@@ -35,9 +35,9 @@ from pathlib import Path
 import redis
 from _memory_report import report
 
-from consumer._batch import Accepted, rate_batch
+from consumer._batch import rate_batch
+from consumer._decoding import Accepted, Batch
 from consumer._store import Store
-from consumer._writer import Batch
 from engine import Params, take_snapshot
 from redis_layout import Conflict, Keys, encode_snapshot
 from schemas import KillEvent

@@ -53,9 +53,9 @@ import msgspec
 import redis
 
 import consumer._store as store_module
-from consumer._batch import Accepted, Plan, rate_batch
+from consumer._batch import Plan, rate_batch
+from consumer._decoding import Accepted, Batch
 from consumer._store import Store
-from consumer._writer import Batch
 from engine import Params, new_player
 from loadgen import SimConfig, generate
 from redis_layout import Keys, scripts

@@ -126,10 +126,8 @@ class Blocked:
         for reason in REASONS:
             n = sum(1 for b in self._blocks.values() if b.stop.reason == reason)
             m.dead_letter_blocked.labels(reason).set(n)
-        m.ready_flags["dead_letters"] = not self._blocks
-        if self._blocks:
-            m.ready_detail["stopped"] = ",".join(
-                f"{p}@{b.stop.offset}:{b.stop.reason}" for p, b in sorted(self._blocks.items())
-            )
-        else:
-            m.ready_detail.pop("stopped", None)
+        m.health.set("dead_letters", not self._blocks)
+        stopped = ",".join(
+            f"{p}@{b.stop.offset}:{b.stop.reason}" for p, b in sorted(self._blocks.items())
+        )
+        m.health.note("stopped", stopped or None)

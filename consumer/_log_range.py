@@ -104,8 +104,5 @@ class LogRange:
     def _publish(self) -> None:
         """/readyz: `offsets=0 held=<partition>,...` while any partition is held."""
         m = self._metrics
-        m.ready_flags["offsets"] = not self.held
-        if self.held:
-            m.ready_detail["held"] = ",".join(str(p) for p in sorted(self.held))
-        else:
-            m.ready_detail.pop("held", None)
+        m.health.set("offsets", not self.held)
+        m.health.note("held", ",".join(str(p) for p in sorted(self.held)) or None)

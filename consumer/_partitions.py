@@ -1,6 +1,11 @@
-"""Where each partition of this instance stands: assigned at the next offset Redis holds for it
-(never where Kafka's group offset says), held when that offset lies outside its log
-(consumer/_log_range.py), and its lag.
+"""The one owner of this instance's partition state: which partitions it applies, where each
+stands (the position committed, the next offset Redis acknowledged, the pool epoch seen), the
+partitions held because their stored offset lies outside the log (consumer/_log_range.py) or
+stopped at an undelivered dead letter (consumer/_blocked.py), and their lag.
+
+Each partition is assigned at the next offset Redis holds for it, never where Kafka's group
+offset says. Every read is checked against what this instance saw acknowledged (`check`): Redis
+holding less is RedisBehind, and the lifecycle rewinds (consumer/_lifecycle.py).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 from consumer._blocked import Blocked
 from consumer._clients import Clients
 from consumer._epoch import PoolEpoch
+from consumer._errors import RedisBehind
 from consumer._log_range import LogRange
 from consumer._metrics import Metrics
 from consumer._ports import KillLog
@@ -41,32 +47,57 @@ def _recorded_epoch(metadata: str | None) -> int:
 
 
 class Partitions:
-    """The partitions this instance applies and the offsets it knows for each."""
+    """The partitions this instance applies and what it knows of each."""
 
     def __init__(
-        self,
-        config: Config,
-        clients: Clients,
-        metrics: Metrics,
-        retry: RedisRetry,
-        blocked: Blocked,
-        log_range: LogRange,
+        self, config: Config, clients: Clients, metrics: Metrics, retry: RedisRetry
     ) -> None:
         self._topic = config.topic
         self._clients = clients
         self._metrics = metrics
         self._retry = retry
-        self._blocked = blocked
-        self._log_range = log_range
+        backoff = (config.backoff_initial_s, config.backoff_max_s)
+        self.blocked = Blocked(metrics, config.topic, *backoff)
+        """Partitions stopped at a dead letter the broker did not take."""
+        self.log_range = LogRange(config.topic, metrics, config.held_recheck_ms / 1000)
+        """Partitions held because their stored offset lies outside the log."""
+        self._blocked = self.blocked
+        self._log_range = self.log_range
         self.assigned: set[int] = set()
         self.positions: dict[int, int] = {}
         """partition -> the next offset of the last batch confirmed and committed (lag, and
         the final commit on the way out)."""
         self.confirmed: dict[int, int] = {}
         """partition -> the next offset Redis acknowledged, as this instance last read or wrote
-        it (Writer.confirmed: Redis holding less is RedisBehind)."""
+        it (Redis holding less is RedisBehind: `check`)."""
         self.epoch = PoolEpoch(metrics)
         """The pool epoch (consumer/_epoch.py), raised when Redis holds less than was written."""
+
+    def check(self, stored: dict[int, int | None], epoch: int | None = None) -> None:
+        """RedisBehind if Redis holds a lower next offset than confirmed for a partition, or a
+        lower pool epoch than seen (`epoch` None: not read)."""
+        if epoch is not None:
+            self.epoch.observe(epoch)
+        confirmed = self.confirmed
+        for partition, offset in stored.items():
+            floor = confirmed.get(partition)
+            if floor is not None and (offset is None or offset < floor):
+                raise RedisBehind(partition, offset, floor)
+
+    def watched(self, partitions: list[int]) -> list[int]:
+        """A batch's partitions and every other one this instance applies: one read checks them
+        all, so a loss shows at the next read whichever partitions the batch holds."""
+        if len(self.confirmed) <= len(partitions):
+            return partitions
+        return list(dict.fromkeys([*partitions, *self.confirmed]))
+
+    def acknowledged(self, offsets: list[tuple[int, int]]) -> None:
+        """Redis acknowledged a write of these (partition, next offset)."""
+        self.confirmed.update(offsets)
+
+    def committed(self, next_offsets: dict[int, int]) -> None:
+        """A batch is confirmed and its commit sent: the partitions' positions move on."""
+        self.positions.update(next_offsets)
 
     def raise_epoch(self, why: str) -> None:
         """Raise the pool epoch before anything is applied again (retried while Redis fails)."""

@@ -6,6 +6,8 @@
 - scripts/: the Lua scripts (the consumer's atomic batch write, the tier job's fenced writes and
   paged read of μ over A,
   the leaderboard's read around a player).
+- apply_contract.py: the positions of the consumer's atomic write (its KEYS, argument sections and
+  a player's items), declared once: apply.lua's header is generated from it.
 - raw.py: pipelined reads and writes on one pooled connection without redis-py's per-argument
   packing and reply callbacks.
 

@@ -9,7 +9,8 @@ import msgspec
 import pytest
 import redis
 
-from consumer._batch import Accepted, rate_batch
+from consumer._batch import rate_batch
+from consumer._decoding import Accepted
 from consumer._epoch import PoolEpoch
 from consumer._errors import CorruptState, RedisBehind
 from consumer._metrics import Metrics

@@ -15,7 +15,8 @@ import consumer_support as S
 import redis
 from consumer_servers import DurableRedis
 
-from consumer._batch import Accepted, rate_batch
+from consumer._batch import rate_batch
+from consumer._decoding import Accepted
 from consumer._store import Store
 from engine import DEFAULT_LATENESS_MS, Params
 from redis_layout import Conflict, Keys

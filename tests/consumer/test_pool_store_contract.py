@@ -14,7 +14,8 @@ import msgspec
 import pytest
 import redis
 
-from consumer._batch import Accepted, Plan, View, batch_reads, rate_batch
+from consumer._batch import Plan, View, rate_batch
+from consumer._decoding import Accepted, batch_reads
 from consumer._memory_store import MemoryStore
 from consumer._ports import PoolStore
 from consumer._store import Store

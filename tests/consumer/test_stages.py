@@ -8,7 +8,8 @@ import time
 import pytest
 import redis
 
-from consumer._batch import Accepted, rate_batch
+from consumer._batch import rate_batch
+from consumer._decoding import Accepted
 from consumer._stages import (
     DECODE,
     HASH_VALUES,

@@ -12,8 +12,9 @@ import redis
 from hypothesis import given
 from hypothesis import strategies as st
 
-from consumer._batch import Accepted, rate_batch
+from consumer._batch import rate_batch
 from consumer._cache import StateCache
+from consumer._decoding import Accepted
 from consumer._store import Store, read_player_command
 from engine import Params, RatingBook, initial_snapshot
 from redis_layout import Conflict, Keys
