@@ -21,6 +21,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from consumer._batch import Plan, View
+from consumer._ports import PendingWrite
 from engine import PlayerState, Snapshot
 from redis_layout import Conflict
 from redis_layout.apply_contract import PLAYER_ITEMS
@@ -104,7 +105,7 @@ class MemoryStore:
         cached: Mapping[str, tuple[PlayerState, int]] | None,
         plan: Plan,
         ids: Sequence[str] = (),
-    ) -> tuple[View, MemoryWrite]:
+    ) -> tuple[View, PendingWrite]:
         """The read, then `plan`'s write, which runs when its result is asked for (as Redis runs
         it while the caller computes)."""
         return self.read_view(players, pairs, partitions, cached, ids), MemoryWrite(self, plan)

@@ -156,10 +156,11 @@ class FakeKafka:
     def seek(self, partition: TopicPartition) -> None:
         self.position[partition.partition] = partition.offset
 
-    def commit(self, offsets: list[TopicPartition], asynchronous: bool = True) -> None:
+    def commit(self, *, offsets: list[TopicPartition], asynchronous: bool = True) -> Any:
         committed = {tp.partition: tp.offset for tp in offsets}
         self.commits.append(committed)
         self.trace.append(("commit", committed))
+        return None if asynchronous else offsets
 
     def committed(self, partitions: list[TopicPartition], timeout: float = -1) -> list[Any]:
         return [TopicPartition(self.topic, tp.partition, -1001) for tp in partitions]
