@@ -6,6 +6,7 @@ them stand for the Lua one."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 import msgspec
 import pytest
 import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from consumer._batch import Plan, View, rate_batch
 from consumer._decoding import Accepted, batch_reads
@@ -161,3 +164,57 @@ def test_raising_the_epoch_goes_above_the_stored_one_and_the_least_asked(pool: P
     assert pool.store.raise_epoch(0) == 2
     assert pool.store.raise_epoch(10**12) == 10**12
     assert _read(pool.store, pool.keys, _events(("a", "b"))).epoch == 10**12
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    kills=st.lists(
+        st.tuples(st.sampled_from("abcde"), st.sampled_from("abcde"), st.integers(0, 200)),
+        min_size=1,
+        max_size=30,
+    ),
+    cuts=st.sets(st.integers(1, 29), max_size=4),
+)
+def test_the_memory_and_lua_stores_end_alike_on_any_stream(
+    redis_url: str, kills: list[tuple[str, str, int]], cuts: set[int]
+) -> None:
+    """Any stream of kills (repeats inside the cooldown included; self-kills left out, the
+    decoder refuses them), cut into any batches, each read, rated and written: the two stores
+    then show the same view and hold the same outbox."""
+    events = []
+    ts = NOW
+    for i, (a, b, gap_s) in enumerate(k for k in kills if k[0] != k[1]):
+        ts += gap_s * 1000
+        events.append(
+            Accepted(0, i, kill_event(id=f"p{i}", arena="x", attacker=a, victim=b, ts=ts))
+        )
+    if not events:
+        return
+    keys = Keys(f"contract-{time.time_ns()}")
+    client = redis.Redis.from_url(redis_url)
+    stores: list[tuple[PoolStore, Callable[[], list[list[tuple[str, bytes]]]]]] = []
+    memory = MemoryStore(initial_snapshot(PARAMS))
+    stores.append((memory, lambda: memory.held.outbox))
+    decode = msgspec.msgpack.Decoder(list[tuple[str, bytes]])
+    stores.append(
+        (
+            Store(client, keys, TOPIC, PARAMS),
+            lambda: [decode.decode(f[b"m"]) for _id, f in client.xrange(keys.outbox)],
+        )
+    )
+    bounds = [0, *sorted(c for c in cuts if c < len(events)), len(events)]
+    ends = []
+    for store, outbox in stores:
+        for lo, hi in itertools.pairwise(bounds):
+            if hi > lo:
+                store.write(_plan(store, keys, events[lo:hi]))
+        view = _read(store, keys, events)
+        ends.append((view, outbox()))
+    client.close()
+    (mine, mine_out), (lua, lua_out) = ends
+    assert mine_out == lua_out
+    for field in ("players", "cooldowns", "event_ids", "offsets", "watermarks", "epoch"):
+        assert getattr(mine, field) == getattr(lua, field), field
+    assert (mine.sigma_units_total, mine.player_count) == (lua.sigma_units_total, lua.player_count)
