@@ -61,8 +61,6 @@ class Partitions:
         """Partitions stopped at a dead letter the broker did not take."""
         self.log_range = LogRange(config.topic, metrics, config.held_recheck_ms / 1000)
         """Partitions held because their stored offset lies outside the log."""
-        self._blocked = self.blocked
-        self._log_range = self.log_range
         self.assigned: set[int] = set()
         self.positions: dict[int, int] = {}
         """partition -> the next offset of the last batch confirmed and committed (lag, and
@@ -121,18 +119,18 @@ class Partitions:
         for partition in partitions:
             offset = stored.get(partition)
             self._start_at(partition, offset)
-            why = self._log_range.outside(consumer, partition, offset)
+            why = self.log_range.outside(consumer, partition, offset)
             if why is None:
-                self._log_range.forget(partition)
+                self.log_range.forget(partition)
             else:
                 held[partition] = why
             start = OFFSET_BEGINNING if offset is None else offset
             assignment.append(TopicPartition(self._topic, partition, start))
-        self._blocked.forget(partitions)  # a stopped message is met again from the stored offset
+        self.blocked.forget(partitions)  # a stopped message is met again from the stored offset
         consumer.assign(assignment)
         self.assigned = set(partitions)
         for partition, why in held.items():
-            self._log_range.hold(consumer, partition, why)  # before anything is fetched
+            self.log_range.hold(consumer, partition, why)  # before anything is fetched
         # a partition assigned again stays paused (librdkafka keeps the flag): resume the others
         reading = [tp for tp in assignment if tp.partition not in held]
         if reading:
@@ -186,12 +184,12 @@ class Partitions:
     def revoke(self, consumer: KillLog, partitions: list[int]) -> None:
         """The partitions leave this instance (their batch was flushed first)."""
         consumer.unassign()
-        self._blocked.forget(partitions)
+        self.blocked.forget(partitions)
         for partition in partitions:
             self.assigned.discard(partition)
             self.positions.pop(partition, None)
             self.confirmed.pop(partition, None)
-            self._log_range.forget(partition)
+            self.log_range.forget(partition)
             with contextlib.suppress(KeyError):  # never reported
                 self._metrics.lag.remove(str(partition))
 
@@ -200,17 +198,17 @@ class Partitions:
         self.assigned.clear()
         self.positions.clear()
         self.confirmed.clear()
-        for partition in list(self._log_range.held):
-            self._log_range.forget(partition)
-        self._blocked.forget()
+        for partition in list(self.log_range.held):
+            self.log_range.forget(partition)
+        self.blocked.forget()
 
     def held_readable(self) -> bool:
         """Whether a held partition can be read again: its stored offset lies inside the log
         (an operator set it there, or the log grew back past it): docs/operations.md,
         "AdrPartitionHeld". Checked every `held_recheck_ms`."""
-        if not self._log_range.due():
+        if not self.log_range.due():
             return False
-        held = sorted(self._log_range.held)
+        held = sorted(self.log_range.held)
         try:
             stored = self._clients.store.read_offsets(held)
         except redis.RedisError as exc:
@@ -219,7 +217,7 @@ class Partitions:
             self._metrics.swallowed.labels("redis_offset_check").inc()
             return False
         kafka = self._clients.kafka
-        return any(self._log_range.outside(kafka, p, stored.get(p)) is None for p in held)
+        return any(self.log_range.outside(kafka, p, stored.get(p)) is None for p in held)
 
     def report_lag(self) -> None:
         """adr_consumer_lag per partition: the log end minus the position (cached watermarks)."""
