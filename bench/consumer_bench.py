@@ -42,8 +42,8 @@ from _cpu import CpuMeter
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-import consumer._writer as writer_module
-from consumer._batch import Plan
+from consumer._batch import Plan, Rating, View
+from consumer._decoding import Batch
 from consumer._stages import StageClock
 from consumer.config import Config
 from consumer.pipeline import Pipeline
@@ -140,28 +140,28 @@ def run_pipeline(pipeline: TimedPipeline, until: Callable[[TimedPipeline], bool]
 
 
 class RatingClock:
-    """CPU time of the consumer's thread inside `rate_batch` (dedup, the engine, the hash values,
-    the rating changes): the part a native rating core would replace."""
+    """CPU time of the consumer's thread inside the pure rating step (`Rating.rate`: dedup, the
+    engine, the hash values, the rating changes): the part a native rating core would replace.
+    Put in place of the lifecycle's `rating` while the pipeline runs."""
 
-    def __init__(self) -> None:
+    def __init__(self, pipeline: Pipeline) -> None:
         self.seconds = 0.0
-        self._inner = writer_module.rate_batch
+        self._lifecycle = pipeline.lifecycle
+        self._inner: Rating = pipeline.lifecycle.rating
+
+    def rate(self, batch: Batch, view: View, stages: Any) -> Plan:
+        started = time.thread_time()
+        try:
+            return self._inner.rate(batch, view, stages)
+        finally:
+            self.seconds += time.thread_time() - started
 
     def __enter__(self) -> RatingClock:
-        inner = self._inner
-
-        def timed(*args: Any, **kwargs: Any) -> Plan:
-            started = time.thread_time()
-            try:
-                return inner(*args, **kwargs)
-            finally:
-                self.seconds += time.thread_time() - started
-
-        writer_module.rate_batch = timed  # type: ignore[assignment]
+        self._lifecycle.rating = self  # type: ignore[assignment]
         return self
 
     def __exit__(self, *exc: object) -> None:
-        writer_module.rate_batch = self._inner
+        self._lifecycle.rating = self._inner
 
 
 def sustained(bootstrap: str, redis_url: str, topic: str, n: int, params: Params) -> dict[str, Any]:
@@ -178,7 +178,7 @@ def sustained(bootstrap: str, redis_url: str, topic: str, n: int, params: Params
         return p.applied >= n
 
     meter = CpuMeter(redis_url, bootstrap=bootstrap)
-    with RatingClock() as rating:
+    with RatingClock(pipeline) as rating:
         run_pipeline(pipeline, done)
     cpu = meter.report(n)
     cpu["cpu_us_per_event"]["consumer_rating"] = round(rating.seconds / n * 1e6, 1)

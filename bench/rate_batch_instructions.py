@@ -50,8 +50,8 @@ BUILD = compiled.activate()  # first, as `adr` does: ADR_COMPILED=0 before the i
 
 import msgspec
 
-from consumer._batch import Accepted, Plan, View, batch_reads, rate_batch
-from consumer._decoding import decode_messages, next_offsets
+from consumer._batch import Plan, View, rate_batch
+from consumer._decoding import Accepted, batch_reads, decode_messages, next_offsets
 from consumer._stages import HASH_VALUES, RATE, StageClock
 from engine import Params, PlayerState, initial_snapshot
 from loadgen import SimConfig, generate

@@ -33,11 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import redis
-from _memory_report import MAX_AGE_MS, report
+from _memory_report import report
 
-from consumer._batch import Accepted, rate_batch
+from consumer._batch import rate_batch
+from consumer._decoding import Accepted, Batch
 from consumer._store import Store
-from consumer._writer import Batch
 from engine import Params, take_snapshot
 from redis_layout import Conflict, Keys, encode_snapshot
 from schemas import KillEvent
@@ -156,7 +156,7 @@ def apply_events(
             plan = rate_batch(chunk, next_offsets, view, keys, params)
             t2 = time.perf_counter()
             try:
-                store.write(plan, params.cooldown_ms, MAX_AGE_MS)
+                store.write(plan)
             except Conflict:
                 t.conflicts += 1
                 continue

@@ -53,9 +53,9 @@ import msgspec
 import redis
 
 import consumer._store as store_module
-from consumer._batch import Accepted, Plan, rate_batch
+from consumer._batch import Plan, rate_batch
+from consumer._decoding import Accepted, Batch
 from consumer._store import Store
-from consumer._writer import Batch
 from engine import Params, new_player
 from loadgen import SimConfig, generate
 from redis_layout import Keys, scripts
@@ -110,16 +110,15 @@ def _batches(cfg: SimConfig) -> Iterator[list[Accepted]]:
 def record(client: redis.Redis, namespace: str, cfg: SimConfig, params: Params) -> list[Recorded]:
     """Rate and write every batch as the consumer does, keeping each write as sent."""
     keys = Keys(namespace)
-    store = Store(client, keys, TOPIC, params)
+    store = Store(client, keys, TOPIC, params, max_age_ms=4 * HOUR_MS)
     sent: list[Recorded] = []
-    cooldown_ms, max_age_ms = params.cooldown_ms, 4 * HOUR_MS
     for batch in _batches(cfg):
         wanted = Batch(batch, {0: batch[-1].offset + 1}, len(batch), 0.0, keys)
         view = store.read_view(wanted.players, wanted.pairs, wanted.partitions, ids=wanted.ids)
         plan = rate_batch(batch, wanted.next_offsets, view, keys, params)
         plan.states.clear()  # not needed again: keeps the recording small
-        packed = store._write_command(plan, cooldown_ms, max_age_ms)
-        store.write(plan, cooldown_ms, max_age_ms)
+        packed = store._write_command(plan)
+        store.write(plan)
         sent.append(Recorded(plan, packed, len(batch)))
         if len(sent) % 50 == 0:
             say(f"recorded {len(sent)} batches")

@@ -15,10 +15,11 @@ import logging
 import time
 from typing import cast
 
-from confluent_kafka import Consumer, KafkaException, Message, TopicPartition
+from confluent_kafka import KafkaException, Message, TopicPartition
 
 from consumer._dead_letters import REASONS, Stop
 from consumer._metrics import Metrics
+from consumer._ports import KillLog
 
 log = logging.getLogger("adr.consumer")
 
@@ -60,7 +61,7 @@ class Blocked:
                 out.append(m)
         return out
 
-    def stop(self, kafka: Consumer, stops: dict[int, Stop]) -> None:
+    def stop(self, kafka: KillLog, stops: dict[int, Stop]) -> None:
         """Stop each partition at its Stop; then settle the partitions whose stopped message
         was delivered this time."""
         if not stops and not self._blocks:
@@ -87,7 +88,7 @@ class Blocked:
             log.info("dead letter delivered, partition resumed", extra={"partition": partition})
         self._publish()
 
-    def retry_due(self, kafka: Consumer) -> None:
+    def retry_due(self, kafka: KillLog) -> None:
         """Resume the partitions whose backoff has passed, from their stopped message."""
         now = time.monotonic()
         for partition, block in self._blocks.items():
@@ -114,7 +115,7 @@ class Blocked:
             self._blocks.pop(partition, None)
         self._publish()
 
-    def _pause(self, kafka: Consumer, partition: int) -> None:
+    def _pause(self, kafka: KillLog, partition: int) -> None:
         try:
             kafka.pause([TopicPartition(self._topic, partition)])
         except KafkaException as exc:  # still held back by `admit`
@@ -125,10 +126,8 @@ class Blocked:
         for reason in REASONS:
             n = sum(1 for b in self._blocks.values() if b.stop.reason == reason)
             m.dead_letter_blocked.labels(reason).set(n)
-        m.ready_flags["dead_letters"] = not self._blocks
-        if self._blocks:
-            m.ready_detail["stopped"] = ",".join(
-                f"{p}@{b.stop.offset}:{b.stop.reason}" for p, b in sorted(self._blocks.items())
-            )
-        else:
-            m.ready_detail.pop("stopped", None)
+        m.health.set("dead_letters", not self._blocks)
+        stopped = ",".join(
+            f"{p}@{b.stop.offset}:{b.stop.reason}" for p, b in sorted(self._blocks.items())
+        )
+        m.health.note("stopped", stopped or None)

@@ -1,9 +1,10 @@
-"""What a pipeline reads from and writes to: its Kafka clients, its Redis client, and the
-adapters built on them (`Store`, `DeadLetters`, `Relay`).
+"""What a pipeline reads from and writes to, each behind its port (consumer/_ports.py): the kill
+log, the pool store, the dead-letter sink, the outbox relay and its producer.
 
 `Pipeline` receives them, so that its batch lifecycle (consumer/_lifecycle.py) can run on
-in-memory fakes in unit tests (tests/consumer/test_lifecycle.py); `Clients.connect` makes the
-real ones from the configuration, which is what `adr consume` runs.
+in-memory adapters in unit tests (tests/consumer/test_lifecycle.py); `Clients.connect` makes the
+real ones from the configuration (Kafka, Redis: `Store`, `DeadLetters`, `Relay`), which is what
+`adr consume` runs.
 """
 
 from __future__ import annotations
@@ -12,14 +13,13 @@ import dataclasses
 import functools
 import logging
 from collections.abc import Callable
-from typing import Any
-
-from confluent_kafka import Consumer, Producer
+from typing import Protocol
 
 from consumer._dead_letters import DeadLetters
 from consumer._errors import CorruptState
 from consumer._kafka import KafkaErrors, new_consumer, new_producer
 from consumer._metrics import Metrics
+from consumer._ports import DeadLetterSink, KillLog, Outbox, PoolStore, RatingProducer
 from consumer._relay import Relay
 from consumer._stages import NO_STAGES, StageTimer
 from consumer._store import Store
@@ -31,23 +31,27 @@ from runtime import connect
 log = logging.getLogger("adr.consumer")
 
 
+class Closable(Protocol):
+    def close(self) -> None: ...
+
+
 @dataclasses.dataclass(slots=True)
 class Clients:
     """The clients of one pipeline. `kafka` and `producer` are replaced after a fatal Kafka
     client error (`close_kafka`, then `renew_kafka`); the others live as long as the pipeline."""
 
     errors: KafkaErrors
-    """The Kafka clients' error callback; its `fatal` flag asks the loop to renew them."""
-    redis: Any
-    """The Redis client (redis.Redis, or a cluster client): the relay's and the shutdown's."""
-    store: Store
-    kafka: Consumer
-    producer: Producer
+    """The Kafka clients' error callback; a fatal error makes the stages raise FatalClientError."""
+    redis: Closable
+    """The Redis client (redis.Redis, or a cluster client), closed on the way out."""
+    store: PoolStore
+    kafka: KillLog
+    producer: RatingProducer
     """The idempotent producer of rating changes (the relay's)."""
-    dead_letters: DeadLetters
-    relay: Relay
-    new_kafka: Callable[[], tuple[Consumer, Producer]]
-    """New (consumer, producer), reporting to `errors`."""
+    dead_letters: DeadLetterSink
+    relay: Outbox
+    new_kafka: Callable[[], tuple[KillLog, RatingProducer]]
+    """New (kill log, producer), reporting to `errors`."""
 
     @classmethod
     def connect(
@@ -65,7 +69,16 @@ class Clients:
             health_check_interval=5,
         )
         on_corrupt = functools.partial(report_corrupt, metrics)
-        store = Store(client, keys, config.topic, params, config.lateness_ms, on_corrupt, stages)
+        store = Store(
+            client,
+            keys,
+            config.topic,
+            params,
+            config.lateness_ms,
+            on_corrupt,
+            stages,
+            max_age_ms=config.max_age_ms,
+        )
         kafka = new_consumer(config, errors)
         producer = new_producer(config, errors)
         relay = Relay(client, producer, keys, config, metrics)

@@ -30,7 +30,7 @@ from typing import Final
 
 from consumer._errors import RedisBehind
 from consumer._metrics import Metrics
-from consumer._store import Store
+from consumer._ports import PoolStore
 
 log = logging.getLogger("adr.consumer")
 
@@ -53,7 +53,7 @@ class PoolEpoch:
             raise RedisBehind(EPOCH_PARTITION, stored, self.seen, what="epoch")
         self.seen = stored
 
-    def raise_(self, store: Store, why: str, detail: str = "", least: int = 0) -> int:
+    def raise_(self, store: PoolStore, why: str, detail: str = "", least: int = 0) -> int:
         """Raise the pool's epoch above every one used before (see the module docstring) and
         return it. Called before any change of a re-applied range is written. `why` labels
         adr_pool_epoch_raises_total: `rewind` (noticed in flight), `assignment` (Redis behind

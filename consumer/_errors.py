@@ -43,6 +43,17 @@ class RedisBehind(ConsumerError):
         self.confirmed = confirmed
 
 
+class FatalClientError(ConsumerError):
+    """A Kafka client failed for good (e.g. a static member fenced across a broker restart): the
+    batch in hand is not applied and the pipeline's one handler (`Pipeline.run`) writes the batch
+    held, then recreates the clients. Nothing is lost: Redis holds the offsets, and the outbox
+    entries the old producer did not confirm are claimed again."""
+
+    def __init__(self, error: object) -> None:
+        super().__init__(f"fatal kafka client error: {error}")
+        self.error = error
+
+
 class StopRequested(ConsumerError):
     """A stop (SIGTERM) was asked for while Redis did not answer a step: the step is given up
     instead of retried, so that the process ends within its grace period. Nothing is lost: the

@@ -7,8 +7,9 @@ import logging
 from collections.abc import Callable
 from typing import Final
 
-from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
+from consumer._errors import FatalClientError
 from consumer._metrics import Metrics
 from consumer.config import Config
 from runtime.logs import kafka_logger
@@ -27,18 +28,28 @@ def is_fatal(err: object) -> bool:
 
 class KafkaErrors:
     """The error callback of one pipeline's Kafka clients: each error is counted and logged
-    (librdkafka retries on its own); a fatal one sets `fatal`, and the loop recreates the
-    clients."""
+    (librdkafka retries on its own); a fatal one is kept, and `raise_if_fatal` (called by the
+    stages after each client call) raises it as FatalClientError, which the pipeline handles."""
 
     def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
-        self.fatal = False
+        self.fatal: KafkaError | None = None
+        """The fatal error reported (None: none since the clients were made)."""
+
+    def raise_if_fatal(self, err: object = None) -> None:
+        """FatalClientError if `err` (a client error or exception) or a reported error is fatal."""
+        if isinstance(err, KafkaException) and err.args:
+            err = err.args[0]
+        if is_fatal(err):
+            raise FatalClientError(err)
+        if self.fatal is not None:
+            raise FatalClientError(self.fatal)
 
     def __call__(self, err: KafkaError) -> None:
         if is_fatal(err):
-            self.fatal = True
+            self.fatal = err
         if err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
-            self._metrics.ready_flags["broker"] = False
+            self._metrics.health.set("broker", False)
         self._metrics.swallowed.labels("kafka").inc()
         KAFKA_LOG.warning(
             "kafka client error (retrying)", extra={"error": str(err), "code": err.name()}

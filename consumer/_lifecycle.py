@@ -1,55 +1,65 @@
-"""One batch's life, stage by stage: read → decode → rate → write ahead → confirm → commit → emit.
+"""One batch's life, the one place where its stages are ordered, read top to bottom:
 
-1. **read** (`read`): up to `batch_size` messages from the group's partitions.
-2. **decode** (`decode`): transport errors dropped, kill events decoded and checked; rejected
-   messages are dead-lettered, and a partition whose dead letter the broker did not take is cut
-   at that message (consumer/_blocked.py): nothing at or after it is applied.
-3. **rate** (`rate`): dedup and rate on what Redis holds (consumer/_writer.py, the pure
-   consumer/_batch.py).
-4. **write ahead** (`write_ahead`): a rated batch is held, and its atomic write is sent right
-   behind the next batch's read, on one connection: Redis answers the read, then runs the write
-   while the next batch is rated on top of what the write will leave.
-5. **confirm**: the held write is waited for. One that did not apply as computed (a concurrent
-   change, Redis failing under it) is redone from a fresh read, and the batch behind it is rated
-   again afresh.
-6. **commit** (`commit`): Kafka's group offsets follow Redis's (lag dashboards only).
-7. **emit** (`emit`): the relay sends the outbox (the confirmed rating changes) to Kafka.
+    1. read         up to `batch_size` messages from the kill log (`read`)
+    2. decode       transport errors dropped, kill events decoded and checked; the rejected
+                    ones dead-lettered, and a partition whose copy the broker did not take cut
+                    at that message (`decode`)
+    3. rate         dedup and rate on what the pool holds (the pure `Rating.rate`,
+                    consumer/_batch.py); the events it leaves out come back as a value and are
+                    dead-lettered before any write leaves them out (`rate`)
+    4. write ahead  the rated batch is held; its atomic write goes out right behind the next
+                    batch's read, on one connection, and the next batch is rated on top of what
+                    that write will leave while the pool runs it (`write_ahead`)
+    5. confirm      the held write is waited for; one that did not apply as computed is redone
+                    from a fresh read (`redo`) and the batch behind it rated again afresh
+    6. commit       Kafka's group offsets follow the pool's (lag dashboards only) (`commit`)
+    7. emit         the relay sends the confirmed rating changes to Kafka (`emit`)
 
-A batch with no successor within one poll is written at once (`flush`), so a quiet topic never
-holds its commit back. This module owns the write-ahead: the batch held, the order of its
-steps, and the way back when Redis reports less than it acknowledged (`rewind`).
+and the two ways back: the **redo** of a write that conflicted or whose outcome is unknown (the
+rules: consumer/_write_policy.py), and the **rewind** when the pool holds less than it
+acknowledged (`rewind`). A batch with no successor within one poll is written at once (`flush`),
+so a quiet topic never holds its commit back.
+
+The lifecycle talks to its ports (consumer/_ports.py): the kill log, the pool store, the
+dead-letter sink and the outbox. Partition state (positions, acknowledged offsets, the epoch,
+held and stopped partitions) has one owner, consumer/_partitions.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from typing import cast
+from typing import NamedTuple, cast
 
 import redis
 from confluent_kafka import KafkaError, KafkaException, Message
 
-from consumer._batch import Accepted, Plan, View
-from consumer._blocked import Blocked
-from consumer._cache import StateCache
+from consumer._batch import Plan, Rating, View
+from consumer._cache import Overlay, StateCache
 from consumer._clients import Clients
 from consumer._collector import Collector
 from consumer._dead_letters import Stop
-from consumer._decoding import decode_messages, next_offsets
+from consumer._decoding import Accepted, Batch, decode_messages, next_offsets
 from consumer._errors import CorruptState, RedisBehind
-from consumer._kafka import is_fatal
-from consumer._log_range import LogRange
 from consumer._metrics import Metrics, observe_ages
 from consumer._partitions import Partitions, commit_at
+from consumer._ports import PendingWrite
 from consumer._retry import RedisRetry, retriable
 from consumer._stages import DECODE, NO_STAGES, RELAY, StageTimer
-from consumer._writer import Batch, Ready, Writer
+from consumer._write_policy import WritePolicy
 from consumer.config import Config
-from engine import Params
-from redis_layout import Keys
+from redis_layout import Conflict, Keys
 from schemas import Limits
 
 log = logging.getLogger("adr.consumer")
+
+
+class Ready(NamedTuple):
+    """A rated batch whose write is not sent yet (the batch held)."""
+
+    batch: Batch
+    plan: Plan
 
 
 class Lifecycle:
@@ -58,98 +68,78 @@ class Lifecycle:
     def __init__(
         self,
         config: Config,
-        params: Params,
-        keys: Keys,
         clients: Clients,
         metrics: Metrics,
-        retry: RedisRetry,
         partitions: Partitions,
-        blocked: Blocked,
-        log_range: LogRange,
+        retry: RedisRetry,
+        rating: Rating,
         collector: Collector,
         stages: StageTimer = NO_STAGES,
     ) -> None:
         self._config = config
-        self._keys = keys
+        self._keys = Keys(config.namespace)
         self._clients = clients
         self._metrics = metrics
-        self._retry = retry
         self._partitions = partitions
-        self._blocked = blocked
-        self._log_range = log_range
+        self._retry = retry
+        self.rating = rating
+        """The pure rating step (consumer/_batch.py) with the pool's model and settings."""
         self._collector = collector
         self._stages = stages
         self._limits = Limits(max_age_ms=config.max_age_ms, max_future_ms=config.max_future_ms)
         self.cache = StateCache(config.state_cache_players)
-        self.writer = Writer(
-            clients.store,
-            self.cache,
-            keys,
-            params,
-            config.max_age_ms,
-            metrics,
-            retry,
-            self._dead_letter_rated,
-            config.max_players,
-            confirmed=partitions.confirmed,
-            stages=stages,
-            epoch=partitions.epoch,
-        )
+        self.policy = WritePolicy(self.cache, metrics)
         self.held: Ready | None = None
 
-    # -- the stages, in order -----------------------------------------------------------------
+    # -- a batch, step by step ----------------------------------------------------------------
 
     def read(self) -> list[Message]:
-        """1. The next batch. While a batch is held, take only what is already here, so that a
-        quiet topic never holds its commit back: with nothing here, write it first."""
-        config = self._config
+        """Step 1. The next batch. While a batch is held, take only what is already here, so
+        that a quiet topic never holds its commit back: with nothing here, write it first."""
+        kafka, config = self._clients.kafka, self._config
         try:
-            if self.held is not None:
-                more = self._clients.kafka.consume(config.batch_size, 0)
-                if more:
-                    return more
+            messages = kafka.consume(config.batch_size, 0) if self.held is not None else []
+            if not messages:
                 self.flush()
-            return self._clients.kafka.consume(config.batch_size, config.batch_wait_ms / 1000)
+                messages = kafka.consume(config.batch_size, config.batch_wait_ms / 1000)
         except KafkaException as exc:
-            if exc.args and is_fatal(exc.args[0]):
-                self._clients.errors.fatal = True
-                return []
+            self._clients.errors.raise_if_fatal(exc)
             raise
+        self._clients.errors.raise_if_fatal()  # a batch read with a fatal error is not applied
+        return messages
 
     def process(self, messages: list[Message]) -> None:
-        """2–7 for one batch: decode it; rate it behind the held batch's write, confirm, commit
-        and emit that one; hold this one. A batch with a fatal client error is not applied."""
+        """Steps 2–7 for one batch: decode it; rate it behind the held batch's write, which is
+        confirmed, committed and emitted meanwhile; then hold it."""
+        # Step 2. Decode (a batch with nothing to apply changes nothing).
         batch = self.decode(messages)
         if batch is None:
             return
         ahead, self.held = self.held, None
         try:
-            plan = None
-            if ahead is not None:
-                plan, written = self.write_ahead(batch, ahead)
-                self.confirmed(ahead.batch, written)
-            if plan is None:
-                plan = self.rate(batch)
+            # Step 3 on a fresh read (nothing held), or steps 3–7 of the batch held with this
+            # one rated behind its write.
+            plan = self.rate_fresh(batch) if ahead is None else self.write_ahead(batch, ahead)
         except RedisBehind as exc:
             self.rewind(exc)  # this batch (and the one ahead) come again from the log
             return
+        # Step 4. Hold it: its write goes out behind the next batch's read.
         self.held = Ready(batch, plan)
 
     def decode(self, messages: list[Message]) -> Batch | None:
-        """2. The batch's kill events and next offsets (None: nothing to apply).
+        """Step 2. The batch's kill events and next offsets (None: nothing to apply).
 
         Rejected messages are copied to the dead-letter topic first; a partition with a copy the
         broker did not acknowledge stops at that message (consumer/_blocked.py): nothing at or
         after it is applied, so its stored offset stays there."""
         started = time.perf_counter()
         good = self._keep_data(messages)
-        if not good or self._clients.errors.fatal:
+        if not good:
             return None
         self._stages.start()
         accepted, rejected = self._decode(good)
         self._stages.stop(DECODE)
-        stops = self._clients.dead_letters.send(rejected, self._metrics.tick)
-        self._blocked.stop(self._clients.kafka, stops)
+        stops = self._dead_letter(rejected)
         if stops:  # nothing at or after a stop is applied: the partition stays there
             good = [m for m in good if not _stopped(stops, m.partition(), m.offset())]
             accepted = [a for a in accepted if not _stopped(stops, a.partition, a.offset)]
@@ -157,47 +147,64 @@ class Lifecycle:
                 return None
         return Batch(accepted, next_offsets(good), len(good), started, self._keys)
 
-    def rate(self, batch: Batch) -> Plan:
-        """3. Dedup and rate `batch` on a fresh read (no write ahead of it)."""
-        return self._retry(lambda: self.writer.rate(batch), "read")
+    def rate(self, batch: Batch, view: View) -> Plan:
+        """Step 3. Dedup and rate `batch` on `view`. The events rating leaves out (`id_reused`,
+        `corrupt_state`, `pool_full`) are dead-lettered before any write that leaves them out;
+        a copy the broker did not take cuts the batch there, and the rest is rated again."""
+        while True:
+            plan = self.rating.rate(batch, view, self._stages)
+            rejected = batch.drop_rejected(plan)
+            self._report_rejected(plan, rejected)
+            if not rejected:
+                return plan
+            stops = self._dead_letter([(cast(Message, a.message), why) for a, why in rejected])
+            if not stops:
+                return plan
+            batch.cut({p: stop.offset for p, stop in stops.items()})
 
-    def write_ahead(self, batch: Batch, ahead: Ready) -> tuple[Plan | None, Plan]:
-        """3–5 behind a held batch: send `ahead`'s write right behind `batch`'s read, rate
-        `batch` on top of what that write will leave while Redis runs it, then wait for the
-        write (confirm).
+    def rate_fresh(self, batch: Batch) -> Plan:
+        """Step 3 on a fresh read (retried while Redis fails)."""
+        return self._retry(lambda: self._read_and_rate(batch), "read")
 
-        Returns (`batch`'s plan, or None when `ahead` did not apply as computed and `batch` must
-        be rated afresh; the plan `ahead` was finally written with)."""
-        writer = self.writer
+    def write_ahead(self, batch: Batch, ahead: Ready) -> Plan:
+        """Steps 3–7 behind a held batch: `ahead`'s write goes out right behind `batch`'s read;
+        `batch` is rated on top of what that write will leave while Redis runs it; the write is
+        confirmed (or redone), committed and emitted. Returns `batch`'s plan."""
+        # Step 4. Write ahead: the next batch's read, then the held batch's write.
         try:
-            view, write = writer.send_behind(batch, ahead.plan)
+            view, write = self._send_behind(batch, ahead.plan)
         except (redis.RedisError, CorruptState) as exc:
-            if isinstance(exc, redis.RedisError) and not retriable(exc):
-                raise
-            writer.redis_failed(exc, ahead.plan)  # whether it ran is unknown: the redo finds out
-            return None, writer.write(ahead.batch, None)
+            self.policy.failed(exc, ahead.batch, ahead.plan)  # did it run? the redo finds out
+            self.confirmed(ahead.batch, self.redo(ahead.batch))
+            return self.rate_fresh(batch)
         try:
-            writer.check(view.offsets, view.epoch)  # read before the write ahead: still due
+            self._partitions.check(view.offsets, view.epoch)  # read before the write: still due
         except RedisBehind:
-            writer.settle(write)
+            _settle(write)
             raise
+        # Step 3. Rate on what the pool holds once the write ahead has run.
         _lay_over(view, ahead.plan)
-        mine = writer.rate_on(batch, view)
-        if writer.wait(ahead, write):
-            return mine, ahead.plan
-        return None, writer.write(ahead.batch, None)
+        plan = self.rate(batch, view)
+        # Step 5. Confirm: wait for the write ahead; redo it if it did not apply as computed.
+        if self._confirm(ahead, write):
+            self.confirmed(ahead.batch, ahead.plan)
+            return plan
+        self.confirmed(ahead.batch, self.redo(ahead.batch))
+        return self.rate_fresh(batch)  # rated on a state the write ahead did not leave
 
     def confirmed(self, batch: Batch, plan: Plan) -> None:
-        """6–7. The batch is in Redis: move on, commit, count it, and emit what is confirmed
-        (Redis is idle until the next write is sent)."""
-        self._partitions.positions.update(batch.next_offsets)
+        """Steps 6–7. The batch is in Redis: move on, commit, count it, and emit what is
+        confirmed (Redis is idle until the next write is sent)."""
+        # Step 6. Commit.
+        self._partitions.committed(batch.next_offsets)
         self.commit(batch.next_offsets, plan.epoch)
         self.observe(batch.size, plan, batch.started)
+        # Step 7. Emit.
         self.emit()
         self._collector.after_batch()
 
     def commit(self, next_offsets: dict[int, int], epoch: int = 0) -> None:
-        """6. Kafka's group offsets follow Redis (for lag dashboards, and to notice a Redis
+        """Step 6. Kafka's group offsets follow Redis (for lag dashboards, and to notice a Redis
         behind them at assignment); Redis stays the truth. Each commit records the pool epoch
         the batch was written in, where a Redis restore cannot roll it back (consumer/_epoch.py)."""
         topic = self._config.topic
@@ -209,25 +216,58 @@ class Lifecycle:
             log.warning("kafka commit failed", extra={"error": str(exc)})
 
     def emit(self) -> None:
-        """7. Relay the outbox to Kafka (also between batches while nothing is held)."""
+        """Step 7. Relay the outbox to Kafka (also between batches while nothing is held)."""
         self._stages.start()
         try:
             self._retry(self._clients.relay.pump, "relay")
         except KafkaException as exc:
-            if not (exc.args and is_fatal(exc.args[0])):
-                raise
-            self._clients.errors.fatal = True
+            self._clients.errors.raise_if_fatal(exc)
+            raise
         finally:
             self._stages.stop(RELAY)
 
-    # -- the held batch -----------------------------------------------------------------------
+    # -- the way back -------------------------------------------------------------------------
+
+    def redo(self, batch: Batch) -> Plan:
+        """Step 5, again: read, rate and write `batch` until a write applies as computed."""
+        return self.write(batch, None)
+
+    def write(self, batch: Batch, plan: Plan | None) -> Plan:
+        """Write `plan` (None: rate `batch` on a fresh read first) and wait; a conflict re-reads,
+        re-rates and writes again (consumer/_write_policy.py). Returns the plan whose effect the
+        batch had (`WritePolicy.ran`)."""
+        unsure = self.policy.take_unsure()
+
+        def attempt() -> Plan:
+            nonlocal plan, unsure
+            while True:
+                if plan is None:
+                    plan = self._read_and_rate(batch)
+                started = time.perf_counter()
+                try:
+                    self._clients.store.write(plan)
+                except Conflict as exc:
+                    self.policy.conflict(batch, exc)
+                    plan = None
+                    continue
+                except redis.ResponseError as exc:  # refused: the script did not run
+                    if self.policy.refused(batch, exc):
+                        plan = None
+                    raise
+                except redis.RedisError:
+                    unsure = plan  # the reply was lost: whether the script ran is unknown
+                    raise
+                self._applied(plan, started)
+                return self.policy.ran(plan, unsure, batch)
+
+        return self._retry(attempt, "write")
 
     def flush(self) -> None:
         """Write, confirm, commit and emit the batch held, if any."""
         ahead, self.held = self.held, None
         if ahead is not None:
             try:
-                self.confirmed(ahead.batch, self.writer.write(ahead.batch, ahead.plan))
+                self.confirmed(ahead.batch, self.write(ahead.batch, ahead.plan))
             except RedisBehind as exc:
                 self.rewind(exc)
 
@@ -254,11 +294,11 @@ class Lifecycle:
 
     def check_stored(self) -> None:
         """Between batches (a quiet topic): does Redis still hold what this instance wrote?"""
-        confirmed = self.writer.confirmed
+        confirmed = self._partitions.confirmed
         if self.held is not None or not confirmed:
             return
         try:
-            self.writer.check(self._clients.store.read_offsets(list(confirmed)))
+            self._partitions.check(self._clients.store.read_offsets(list(confirmed)))
         except RedisBehind as exc:
             self.rewind(exc)
         except redis.RedisError as exc:
@@ -266,29 +306,28 @@ class Lifecycle:
                 raise
             self._metrics.swallowed.labels("redis_offset_check").inc()
 
-    # -- inside the stages --------------------------------------------------------------------
+    # -- inside the steps ---------------------------------------------------------------------
 
     def _keep_data(self, messages: list[Message]) -> list[Message]:
         """Drop (and count) transport errors; what remains are records of our partitions."""
         good: list[Message] = []
-        for m in self._blocked.admit(messages):
+        log_range = self._partitions.log_range
+        for m in self._partitions.blocked.admit(messages):
             err = m.error()
             if err is None:
                 good.append(m)
-            else:
-                if is_fatal(err):
-                    self._clients.errors.fatal = True
-                elif (
-                    err.code() == KafkaError._AUTO_OFFSET_RESET
-                    and m.partition() is not None
-                    and m.partition() not in self._log_range.held
-                ):
-                    # the position fell outside the log while reading (retention, truncation)
-                    self._log_range.hold(self._clients.kafka, cast(int, m.partition()), str(err))
-                self._metrics.swallowed.labels("kafka_consume").inc()
-                log.warning("kafka consume error", extra={"error": str(err)})
+                continue
+            self._clients.errors.raise_if_fatal(err)  # the batch is not applied
+            if (
+                err.code() == KafkaError._AUTO_OFFSET_RESET
+                and m.partition() is not None
+                and m.partition() not in log_range.held
+            ):  # the position fell outside the log while reading (retention, truncation)
+                log_range.hold(self._clients.kafka, cast(int, m.partition()), str(err))
+            self._metrics.swallowed.labels("kafka_consume").inc()
+            log.warning("kafka consume error", extra={"error": str(err)})
         if good:
-            self._metrics.ready_flags["broker"] = True
+            self._metrics.health.set("broker", True)
         return good
 
     def _decode(self, messages: list[Message]) -> tuple[list[Accepted], list[tuple[Message, str]]]:
@@ -299,31 +338,61 @@ class Lifecycle:
             log.error("decoder raised", extra={"error": error, "offset": m.offset()})
         return decoded.accepted, decoded.rejected
 
-    def _dead_letter_rated(self, batch: Batch, plan: Plan) -> bool:
-        """Dead-letter the events rating left out (Plan.rejected: `id_reused`, `corrupt_state`,
-        `pool_full`) before the write that moves the offsets past them is sent. A copy the
-        broker did not take stops its partition there, like one of `_decode`'s: the batch is
-        cut at the stop and True asks the writer to rate it again."""
-        new = batch.drop_rejected(plan)
+    def _dead_letter(self, rejected: list[tuple[Message, str]]) -> dict[int, Stop]:
+        """Copy `rejected` to the dead-letter topic; the partitions whose copy the broker did not
+        take are stopped there (consumer/_blocked.py), and their stops returned."""
+        stops = self._clients.dead_letters.send(rejected, self._metrics.tick)
+        self._partitions.blocked.stop(self._clients.kafka, stops)
+        return stops
+
+    def _report_rejected(self, plan: Plan, rejected: list[tuple[Accepted, str]]) -> None:
         if plan.unratable:
             self._metrics.corrupt_state.labels("rating").inc(plan.unratable)
             log.error("the engine could not rate stored states", extra={"events": plan.unratable})
-        if not new:
-            return False
-        if plan.pool_full:
+        if rejected and plan.pool_full:
             log.warning(
                 "rating pool full, events dead-lettered",
                 extra={"events": len(plan.pool_full), "max_players": self._config.max_players},
             )
-        reasons = {(a.partition, a.offset): r for a, r in plan.rejected}
-        stops = self._clients.dead_letters.send(
-            [(cast(Message, a.message), reasons[a.partition, a.offset]) for a in new],
-            self._metrics.tick,
+
+    def _read_and_rate(self, batch: Batch) -> Plan:
+        """Read what `batch` needs (players in the state cache are not read), check the read
+        against what this instance saw acknowledged, and rate."""
+        view = self._clients.store.read_view(
+            batch.players,
+            batch.pairs,
+            self._partitions.watched(batch.partitions),
+            self.cache.entries,
+            batch.ids,
         )
-        if not stops:
+        self._partitions.check(view.offsets, view.epoch)
+        return self.rate(batch, view)
+
+    def _send_behind(self, batch: Batch, plan: Plan) -> tuple[View, PendingWrite]:
+        """`batch`'s read, then `plan`'s write, on one connection in that order: the view is what
+        Redis held before the write (players `plan` changes are taken from it, not read)."""
+        return self._clients.store.read_view_then_write(
+            batch.players,
+            batch.pairs,
+            self._partitions.watched(batch.partitions),
+            Overlay(plan.states, self.cache),
+            plan,
+            batch.ids,
+        )
+
+    def _confirm(self, ahead: Ready, write: PendingWrite) -> bool:
+        """Step 5. True when the write sent behind the read applied as computed (False: it is to
+        be redone)."""
+        started = time.perf_counter()
+        try:
+            write.result()
+        except Conflict as exc:
+            self.policy.conflict(ahead.batch, exc)
             return False
-        self._blocked.stop(self._clients.kafka, stops)
-        batch.cut(stops)
+        except redis.RedisError as exc:
+            self.policy.failed(exc, ahead.batch, ahead.plan)
+            return False
+        self._applied(ahead.plan, started)
         return True
 
     def observe(self, size: int, plan: Plan, started: float) -> None:
@@ -336,8 +405,14 @@ class Lifecycle:
         m.batch_size.observe(size)
         m.batch_duration.observe(time.perf_counter() - started)
         m.pool_players.set(plan.player_count)
-        now_ms = time.time_ns() // 1_000_000
-        observe_ages(m.event_to_commit, now_ms, plan.counted_ts)
+        observe_ages(m.event_to_commit, time.time_ns() // 1_000_000, plan.counted_ts)
+
+    def _applied(self, plan: Plan, started: float) -> None:
+        """A write applied as computed: Redis acknowledged its offsets and states."""
+        self._metrics.redis_write.observe(time.perf_counter() - started)
+        self._metrics.health.set("redis", True)
+        self.cache.store(plan.states)
+        self._partitions.acknowledged(plan.offsets)
 
 
 def _lay_over(view: View, plan: Plan) -> None:
@@ -351,6 +426,13 @@ def _lay_over(view: View, plan: Plan) -> None:
     view.watermarks.update(plan.watermarks)
     view.player_count += plan.count_delta
     view.sigma_units_total += (plan.sigma_hi_delta << 32) + plan.sigma_lo_delta
+
+
+def _settle(write: PendingWrite) -> None:
+    """Wait for a write whose outcome no longer matters (the caller re-reads everything), so that
+    its reply does not stay on the connection."""
+    with contextlib.suppress(Conflict, redis.RedisError):
+        write.result()
 
 
 def _stopped(stops: dict[int, Stop], partition: int | None, offset: int | None) -> bool:

@@ -17,9 +17,10 @@ import logging
 import time
 from typing import Final
 
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
 
 from consumer._metrics import Metrics
+from consumer._ports import KillLog
 
 log = logging.getLogger("adr.consumer")
 
@@ -37,7 +38,7 @@ class LogRange:
         self.held: dict[int, str] = {}
         """partition -> why it is held."""
 
-    def outside(self, consumer: Consumer, partition: int, stored: int | None) -> str | None:
+    def outside(self, consumer: KillLog, partition: int, stored: int | None) -> str | None:
         """Why `stored` cannot be read from (None: it can).
 
         Nothing stored is a first run, read from the log start, unless the log no longer starts
@@ -74,7 +75,7 @@ class LogRange:
             )
         return None
 
-    def hold(self, consumer: Consumer, partition: int, why: str) -> None:
+    def hold(self, consumer: KillLog, partition: int, why: str) -> None:
         """Stop fetching the partition and say why (once per reason)."""
         consumer.pause([TopicPartition(self._topic, partition)])
         if self.held.get(partition) != why:
@@ -103,8 +104,5 @@ class LogRange:
     def _publish(self) -> None:
         """/readyz: `offsets=0 held=<partition>,...` while any partition is held."""
         m = self._metrics
-        m.ready_flags["offsets"] = not self.held
-        if self.held:
-            m.ready_detail["held"] = ",".join(str(p) for p in sorted(self.held))
-        else:
-            m.ready_detail.pop("held", None)
+        m.health.set("offsets", not self.held)
+        m.health.note("held", ",".join(str(p) for p in sorted(self.held)) or None)

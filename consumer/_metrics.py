@@ -27,6 +27,51 @@ _STALL_AFTER_S: Final = 60.0
 """/healthz fails when the main loop has not ticked for this long."""
 
 
+class Health:
+    """Readiness (/readyz), one object: each part the consumer needs is up or down, with what
+    /readyz shows beyond it (e.g. `stopped` partitions, `held` ones).
+
+    Parts: `assigned` (partitions were assigned), `redis` (the last Redis step answered),
+    `broker` (the broker answered), `dead_letters` (no partition stopped at an undelivered dead
+    letter), `offsets` (no partition held for a stored offset outside its log)."""
+
+    PARTS: Final = ("assigned", "redis", "broker", "dead_letters", "offsets")
+
+    def __init__(self) -> None:
+        self._up = dict.fromkeys(self.PARTS, False)
+        self._up.update(dead_letters=True, offsets=True)
+        self._detail: dict[str, str] = {}
+
+    def set(self, part: str, up: bool) -> None:
+        if part not in self._up:
+            raise KeyError(part)
+        self._up[part] = up
+
+    def note(self, name: str, detail: str | None) -> None:
+        """Show `name=detail` in /readyz (None: no longer)."""
+        if detail is None:
+            self._detail.pop(name, None)
+        else:
+            self._detail[name] = detail
+
+    def up(self, part: str) -> bool:
+        return self._up[part]
+
+    def detail(self, name: str) -> str | None:
+        return self._detail.get(name)
+
+    def ready(self) -> bool:
+        return all(self._up.values())
+
+    def report(self) -> tuple[bool, str]:
+        """(ready, `part=0|1 ... name=detail ...`) as /readyz answers."""
+        text = " ".join(
+            [f"{k}={int(v)}" for k, v in dict(self._up).items()]
+            + [f"{k}={v}" for k, v in dict(self._detail).items()]
+        )
+        return self.ready(), text
+
+
 class Metrics:
     """One registry per consumer process (tests can run several side by side)."""
 
@@ -135,15 +180,8 @@ class Metrics:
             registry=r,
         )
         self.last_tick = time.monotonic()
-        self.ready_flags: dict[str, bool] = {
-            "assigned": False,
-            "redis": False,
-            "broker": False,
-            "dead_letters": True,
-            "offsets": True,
-        }
-        self.ready_detail: dict[str, str] = {}
-        """Why not ready, beyond the flags (e.g. `stopped` partitions), shown by /readyz."""
+        self.health = Health()
+        """Readiness (/readyz)."""
 
     def tick(self) -> None:
         self.last_tick = time.monotonic()
@@ -152,7 +190,7 @@ class Metrics:
         return time.monotonic() - self.last_tick < _STALL_AFTER_S
 
     def ready(self) -> bool:
-        return all(self.ready_flags.values())
+        return self.health.ready()
 
 
 def observe_many(histogram: Histogram, amounts: Iterable[float]) -> None:
@@ -220,11 +258,4 @@ def _most_ms(bound: float) -> int | None:
 def serve(metrics: Metrics, host: str, port: int) -> ThreadingHTTPServer:
     """Start /metrics, /healthz, /readyz on a daemon thread; port 0 picks a free one."""
 
-    def ready() -> tuple[bool, str]:
-        detail = " ".join(
-            [f"{k}={int(v)}" for k, v in metrics.ready_flags.items()]
-            + [f"{k}={v}" for k, v in dict(metrics.ready_detail).items()]
-        )
-        return metrics.ready(), detail
-
-    return serve_probes(metrics.registry, host, port, metrics.healthy, ready)
+    return serve_probes(metrics.registry, host, port, metrics.healthy, metrics.health.report)

@@ -1,6 +1,11 @@
-"""Where each partition of this instance stands: assigned at the next offset Redis holds for it
-(never where Kafka's group offset says), held when that offset lies outside its log
-(consumer/_log_range.py), and its lag.
+"""The one owner of this instance's partition state: which partitions it applies, where each
+stands (the position committed, the next offset Redis acknowledged, the pool epoch seen), the
+partitions held because their stored offset lies outside the log (consumer/_log_range.py) or
+stopped at an undelivered dead letter (consumer/_blocked.py), and their lag.
+
+Each partition is assigned at the next offset Redis holds for it, never where Kafka's group
+offset says. Every read is checked against what this instance saw acknowledged (`check`): Redis
+holding less is RedisBehind, and the lifecycle rewinds (consumer/_lifecycle.py).
 """
 
 from __future__ import annotations
@@ -10,13 +15,15 @@ import logging
 from typing import Final
 
 import redis
-from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, KafkaException, TopicPartition
 
 from consumer._blocked import Blocked
 from consumer._clients import Clients
 from consumer._epoch import PoolEpoch
+from consumer._errors import RedisBehind
 from consumer._log_range import LogRange
 from consumer._metrics import Metrics
+from consumer._ports import KillLog
 from consumer._retry import RedisRetry, retriable
 from consumer.config import Config
 
@@ -40,38 +47,61 @@ def _recorded_epoch(metadata: str | None) -> int:
 
 
 class Partitions:
-    """The partitions this instance applies and the offsets it knows for each."""
+    """The partitions this instance applies and what it knows of each."""
 
     def __init__(
-        self,
-        config: Config,
-        clients: Clients,
-        metrics: Metrics,
-        retry: RedisRetry,
-        blocked: Blocked,
-        log_range: LogRange,
+        self, config: Config, clients: Clients, metrics: Metrics, retry: RedisRetry
     ) -> None:
         self._topic = config.topic
         self._clients = clients
         self._metrics = metrics
         self._retry = retry
-        self._blocked = blocked
-        self._log_range = log_range
+        backoff = (config.backoff_initial_s, config.backoff_max_s)
+        self.blocked = Blocked(metrics, config.topic, *backoff)
+        """Partitions stopped at a dead letter the broker did not take."""
+        self.log_range = LogRange(config.topic, metrics, config.held_recheck_ms / 1000)
+        """Partitions held because their stored offset lies outside the log."""
         self.assigned: set[int] = set()
         self.positions: dict[int, int] = {}
         """partition -> the next offset of the last batch confirmed and committed (lag, and
         the final commit on the way out)."""
         self.confirmed: dict[int, int] = {}
         """partition -> the next offset Redis acknowledged, as this instance last read or wrote
-        it (Writer.confirmed: Redis holding less is RedisBehind)."""
+        it (Redis holding less is RedisBehind: `check`)."""
         self.epoch = PoolEpoch(metrics)
         """The pool epoch (consumer/_epoch.py), raised when Redis holds less than was written."""
+
+    def check(self, stored: dict[int, int | None], epoch: int | None = None) -> None:
+        """RedisBehind if Redis holds a lower next offset than confirmed for a partition, or a
+        lower pool epoch than seen (`epoch` None: not read)."""
+        if epoch is not None:
+            self.epoch.observe(epoch)
+        confirmed = self.confirmed
+        for partition, offset in stored.items():
+            floor = confirmed.get(partition)
+            if floor is not None and (offset is None or offset < floor):
+                raise RedisBehind(partition, offset, floor)
+
+    def watched(self, partitions: list[int]) -> list[int]:
+        """A batch's partitions and every other one this instance applies: one read checks them
+        all, so a loss shows at the next read whichever partitions the batch holds."""
+        if len(self.confirmed) <= len(partitions):
+            return partitions
+        return list(dict.fromkeys([*partitions, *self.confirmed]))
+
+    def acknowledged(self, offsets: list[tuple[int, int]]) -> None:
+        """Redis acknowledged a write of these (partition, next offset)."""
+        self.confirmed.update(offsets)
+
+    def committed(self, next_offsets: dict[int, int]) -> None:
+        """A batch is confirmed and its commit sent: the partitions' positions move on."""
+        self.positions.update(next_offsets)
 
     def raise_epoch(self, why: str) -> None:
         """Raise the pool epoch before anything is applied again (retried while Redis fails)."""
         self._raise(why, "", 0)
 
-    def assign_stored(self, consumer: Consumer, partitions: list[int], new: bool = False) -> None:
+    def assign_stored(self, consumer: KillLog, partitions: list[int], new: bool = False) -> None:
         """Assign `partitions` at the next offsets Redis holds for them, and hold (pause) each
         whose stored offset lies outside its log (consumer/_log_range.py). Assigning anew, not
         seeking: a seek fails on a partition that is paused before its first fetch.
@@ -89,18 +119,18 @@ class Partitions:
         for partition in partitions:
             offset = stored.get(partition)
             self._start_at(partition, offset)
-            why = self._log_range.outside(consumer, partition, offset)
+            why = self.log_range.outside(consumer, partition, offset)
             if why is None:
-                self._log_range.forget(partition)
+                self.log_range.forget(partition)
             else:
                 held[partition] = why
             start = OFFSET_BEGINNING if offset is None else offset
             assignment.append(TopicPartition(self._topic, partition, start))
-        self._blocked.forget(partitions)  # a stopped message is met again from the stored offset
+        self.blocked.forget(partitions)  # a stopped message is met again from the stored offset
         consumer.assign(assignment)
         self.assigned = set(partitions)
         for partition, why in held.items():
-            self._log_range.hold(consumer, partition, why)  # before anything is fetched
+            self.log_range.hold(consumer, partition, why)  # before anything is fetched
         # a partition assigned again stays paused (librdkafka keeps the flag): resume the others
         reading = [tp for tp in assignment if tp.partition not in held]
         if reading:
@@ -111,7 +141,7 @@ class Partitions:
         )
 
     def _behind_committed(
-        self, consumer: Consumer, partitions: list[int], stored: dict[int, int | None]
+        self, consumer: KillLog, partitions: list[int], stored: dict[int, int | None]
     ) -> None:
         """Raise the pool epoch if Redis holds, for one of `partitions`, less than the group
         committed (commits follow Redis: it lost writes, e.g. restored from an older RDB while
@@ -151,15 +181,15 @@ class Partitions:
             self.positions[partition] = offset
             self.confirmed[partition] = offset
 
-    def revoke(self, consumer: Consumer, partitions: list[int]) -> None:
+    def revoke(self, consumer: KillLog, partitions: list[int]) -> None:
         """The partitions leave this instance (their batch was flushed first)."""
         consumer.unassign()
-        self._blocked.forget(partitions)
+        self.blocked.forget(partitions)
         for partition in partitions:
             self.assigned.discard(partition)
             self.positions.pop(partition, None)
             self.confirmed.pop(partition, None)
-            self._log_range.forget(partition)
+            self.log_range.forget(partition)
             with contextlib.suppress(KeyError):  # never reported
                 self._metrics.lag.remove(str(partition))
 
@@ -168,17 +198,17 @@ class Partitions:
         self.assigned.clear()
         self.positions.clear()
         self.confirmed.clear()
-        for partition in list(self._log_range.held):
-            self._log_range.forget(partition)
-        self._blocked.forget()
+        for partition in list(self.log_range.held):
+            self.log_range.forget(partition)
+        self.blocked.forget()
 
     def held_readable(self) -> bool:
         """Whether a held partition can be read again: its stored offset lies inside the log
         (an operator set it there, or the log grew back past it): docs/operations.md,
         "AdrPartitionHeld". Checked every `held_recheck_ms`."""
-        if not self._log_range.due():
+        if not self.log_range.due():
             return False
-        held = sorted(self._log_range.held)
+        held = sorted(self.log_range.held)
         try:
             stored = self._clients.store.read_offsets(held)
         except redis.RedisError as exc:
@@ -187,7 +217,7 @@ class Partitions:
             self._metrics.swallowed.labels("redis_offset_check").inc()
             return False
         kafka = self._clients.kafka
-        return any(self._log_range.outside(kafka, p, stored.get(p)) is None for p in held)
+        return any(self.log_range.outside(kafka, p, stored.get(p)) is None for p in held)
 
     def report_lag(self) -> None:
         """adr_consumer_lag per partition: the log end minus the position (cached watermarks)."""

@@ -122,12 +122,12 @@ class RedisRetry:
         while True:
             try:
                 result = action()
-                metrics.ready_flags["redis"] = True
+                metrics.health.set("redis", True)
                 return result
             except redis.RedisError as exc:
                 if not retriable(exc):
                     raise
-                metrics.ready_flags["redis"] = False
+                metrics.health.set("redis", False)
                 metrics.swallowed.labels("redis_" + what.replace(" ", "_")).inc()
                 code = refusal(exc)
                 if code is not None:
@@ -136,7 +136,7 @@ class RedisRetry:
                     raise
                 log_redis_failure(exc, what, delay)
             except CorruptState as exc:
-                metrics.ready_flags["redis"] = False
+                metrics.health.set("redis", False)
                 metrics.corrupt_state.labels(exc.what).inc()
                 if deadline is not None and time.monotonic() > deadline:
                     raise

@@ -20,10 +20,11 @@ from consumer._batch import Plan, View
 from consumer._errors import CorruptState
 from consumer._stages import NO_STAGES, READ, WRITE_ARGUMENTS, StageTimer
 from engine import DEFAULT_LATENESS_MS, Params, PlayerState, Snapshot, initial_snapshot
-from redis_layout import CorruptValue, Keys, decode_snapshot, scripts
+from redis_layout import CorruptValue, Keys, apply_contract, decode_snapshot, scripts
 from redis_layout.keys import DUE_BUCKET_MS
 from redis_layout.player_codec import READ_FIELDS, decode_player
 from redis_layout.raw import PendingWrite, Sent, pipelined
+from schemas import DEFAULT_LIMITS
 
 _MSGPACK: Final = msgspec.msgpack.Encoder()
 """The write's players section (one msgpack array) and its outbox entry (`m` = msgpack array of
@@ -54,6 +55,10 @@ class Store:
     `View.corrupt` (its events are not rated); a snapshot that fails the checks of the one
     snapshot codec (redis_layout/snapshot_codec.py) is reported and the last good one kept; corrupt
     `pop` or offsets raise CorruptState (nothing can be computed without them).
+
+    The store owns every setting its write uses: `lateness_ms` and `max_age_ms` (the consumer's
+    Config) and the pair memory (`params.pair_memory_ms`) bound how long the script keeps a
+    cooldown or event-id record (`_write_command`).
     """
 
     def __init__(
@@ -65,6 +70,7 @@ class Store:
         lateness_ms: int = DEFAULT_LATENESS_MS,
         on_corrupt: Callable[[CorruptState], None] = _ignore,
         stages: StageTimer = NO_STAGES,
+        max_age_ms: int = DEFAULT_LIMITS.max_age_ms,
     ) -> None:
         self._r = client
         self._stages = stages
@@ -72,8 +78,12 @@ class Store:
         self._on_corrupt = on_corrupt
         self._keys = keys
         self._params = params
-        self.lateness_ms = lateness_ms
-        """Events older than their partition's watermark minus this are late (not rated)."""
+        self._keep_ms = lateness_ms + params.pair_memory_ms
+        """How long (event time) behind the lowest watermark a record is kept: an event up to
+        `lateness_ms` behind its partition's watermark is still rated, and it needs the pair's
+        last counted time within the pair memory (t_cooldown, or the opt-in repeat_window)."""
+        self._max_age_ms = max_age_ms
+        """The decoder's wall-clock guard: no event older than this is decoded at all."""
         self._offsets_key = keys.offsets(topic)
         self._watermarks_key = keys.watermarks(topic)
         self._snapshot_version: bytes | None = None
@@ -85,6 +95,19 @@ class Store:
         )
         """The write's sweep section after keep and floor: the record index's bucket width and
         the prefixes the script builds its names from (redis_layout/scripts/apply.lua)."""
+        self._write_keys = {
+            "offsets": self._offsets_key,
+            "outbox": keys.outbox,
+            "lb": keys.lb,
+            "activity": keys.activity,
+            "pop": keys.pop,
+            "tier_counts": keys.tier_counts,
+            "watermarks": self._watermarks_key,
+            "cooldown_due": keys.cooldown_due,
+            "due_buckets": keys.due_buckets,
+            "epoch": keys.epoch,
+        }
+        """The write's KEYS by their names in redis_layout/apply_contract.py."""
         self._snapshot = initial_snapshot(params)
         self._raise_epoch = client.register_script(scripts.RAISE_EPOCH)
 
@@ -135,8 +158,6 @@ class Store:
         partitions: list[int],
         cached: Mapping[str, tuple[PlayerState, int]] | None,
         plan: Plan,
-        cooldown_ms: int,
-        max_age_ms: int,
         ids: Sequence[str] = (),
     ) -> tuple[View, PendingWrite]:
         """`read_view` for the next batch, then `plan`'s write, on one connection in that order:
@@ -147,7 +168,7 @@ class Store:
         stages.start()
         read = _ViewRead(self, players, pairs, partitions, cached, ids)
         stages.stop(READ)
-        write = self._write_command(plan, cooldown_ms, max_age_ms)
+        write = self._write_command(plan)
         sent = Sent(self._r, scripts.APPLY, [*read.commands, write])
         replies = sent.receive_first(len(read.commands))
         stages.start()
@@ -183,52 +204,42 @@ class Store:
                 self._snapshot_version = version
         return self._snapshot
 
-    def write(self, plan: Plan, cooldown_ms: int, max_age_ms: int) -> None:
+    def write(self, plan: Plan) -> None:
         """Apply the plan atomically; Conflict (nothing written) if a checked value moved."""
-        write = self._write_command(plan, cooldown_ms, max_age_ms)
+        write = self._write_command(plan)
         PendingWrite(plan, Sent(self._r, scripts.APPLY, [write])).result()
 
-    def _write_command(self, plan: Plan, cooldown_ms: int, max_age_ms: int) -> bytes:
+    def _write_command(self, plan: Plan) -> bytes:
         """EVALSHA of redis_layout/scripts/apply.lua with the plan's sections.
 
         A pair's cooldown key is needed while an accepted event could still fall in its
         cooldown, which event time decides, not Redis's clock: the script deletes the keys of
         pairs last counted at t' <= (lowest partition watermark) - lateness - t_cooldown, or
         t' <= now - max_age - lateness - t_cooldown (no event that old passes the decoder's
-        wall-clock guard, even one decoded up to `lateness` before its write). The caller passes
-        Params.pair_memory_ms as `cooldown_ms`: t_cooldown, or the opt-in repeat_window if longer
-        (a pair's last counted time then weighs its next kill for that long).
+        wall-clock guard, even one decoded up to `lateness` before its write). t_cooldown is
+        Params.pair_memory_ms: t_cooldown, or the opt-in repeat_window if longer (a pair's last
+        counted time then weighs its next kill for that long).
         """
         self._stages.start()
         k = self._keys
-        keep_ms = self.lateness_ms + cooldown_ms
-        floor = time.time_ns() // 1_000_000 - max_age_ms - keep_ms
-        sections: tuple[Sequence[object], ...] = (
+        keep_ms = self._keep_ms
+        floor = time.time_ns() // 1_000_000 - self._max_age_ms - keep_ms
+        by_name: dict[str, Sequence[object]] = {
             # One argument, not ~17 per player: Redis and the client each spend less per item.
-            [_MSGPACK.encode(plan.players)] if plan.players else [],
-            _flat((p, "" if o is None else o) for p, o in plan.offset_checks),
-            _flat(plan.tier_counts.items()),
-            [plan.count_delta, plan.sigma_hi_delta, plan.sigma_lo_delta],
-            _flat(plan.cooldowns),
-            _flat(plan.offsets),
-            [_MSGPACK.encode(plan.outbox)] if plan.outbox else [],
-            _flat(plan.watermarks),
-            [keep_ms, floor, *self._index_args],
-            _flat(plan.event_ids),
-            [plan.epoch],
-        )
-        keys = (
-            self._offsets_key,
-            k.outbox,
-            k.lb,
-            k.activity,
-            k.pop,
-            k.tier_counts,
-            self._watermarks_key,
-            k.cooldown_due,
-            k.due_buckets,
-            k.epoch,
-        )
+            "players": [_MSGPACK.encode(plan.players)] if plan.players else [],
+            "offset_checks": _flat((p, "" if o is None else o) for p, o in plan.offset_checks),
+            "tier_counts": _flat(plan.tier_counts.items()),
+            "pop": [plan.count_delta, plan.sigma_hi_delta, plan.sigma_lo_delta],
+            "cooldowns": _flat(plan.cooldowns),
+            "offsets": _flat(plan.offsets),
+            "outbox": [_MSGPACK.encode(plan.outbox)] if plan.outbox else [],
+            "watermarks": _flat(plan.watermarks),
+            "sweep": [keep_ms, floor, *self._index_args],
+            "event_ids": _flat(plan.event_ids),
+            "epoch": [plan.epoch],
+        }
+        sections = [by_name[name] for name in apply_contract.SECTIONS]
+        keys = [self._write_keys[name] for name in apply_contract.KEYS]
         args: list[object] = ["EVALSHA", scripts.APPLY_SHA, len(keys), *keys, k.player("")]
         args += (len(s) for s in sections)
         for section in sections:
@@ -239,9 +250,13 @@ class Store:
 
 
 class _ViewRead:
-    """The commands of one `read_view` and the parsing of their replies."""
+    """The commands of one `read_view` and the parsing of their replies.
 
-    __slots__ = ("commands", "ids", "pairs", "partitions", "store", "stored", "wanted")
+    The replies are taken by name: `_Replies` records where each section of the read starts
+    (the players' HMGETs, then one command per section that has one), so that a section added
+    to the read is added in one place, not counted from the end."""
+
+    __slots__ = ("at", "commands", "ids", "pairs", "partitions", "store", "stored", "wanted")
 
     def __init__(
         self,
@@ -269,15 +284,23 @@ class _ViewRead:
                     self.stored[player] = hit
         pack: Any = hiredis.pack_command  # its stub types a one-element tuple
         commands = [read_player_command(k.player(p)) for p in self.wanted]
+        at: dict[str, int] = {}
+
+        def section(name: str, command: bytes) -> None:
+            at[name] = len(commands)
+            commands.append(command)
+
         if ids:
-            commands.append(pack(("MGET", *ids)))
+            section("event_ids", pack(("MGET", *ids)))
         if pairs:
-            commands.append(pack(("MGET", *pairs)))
-        commands.append(pack(("GET", k.epoch)))
-        commands.append(pack(("HMGET", k.pop, "count", "sigma_hi", "sigma_lo")))
-        commands.append(pack(("HMGET", store._offsets_key, *(partitions or [-1]))))
-        commands.append(pack(("HMGET", store._watermarks_key, *(partitions or [-1]))))
-        commands.append(pack(("HGET", k.snapshot, "version")))
+            section("cooldowns", pack(("MGET", *pairs)))
+        section("epoch", pack(("GET", k.epoch)))
+        section("pop", pack(("HMGET", k.pop, "count", "sigma_hi", "sigma_lo")))
+        section("offsets", pack(("HMGET", store._offsets_key, *(partitions or [-1]))))
+        section("watermarks", pack(("HMGET", store._watermarks_key, *(partitions or [-1]))))
+        section("snapshot_version", pack(("HGET", k.snapshot, "version")))
+        self.at = at
+        """section name -> the index of its reply (the players' replies come first, in order)."""
         self.commands: list[bytes] = commands
 
     def _watermarks(self, values: Any) -> dict[int, int | None]:
@@ -298,7 +321,7 @@ class _ViewRead:
 
     def parse(self, reply: list[Any]) -> View:
         """The view; corrupt players and cooldown pairs are left out and named in `corrupt`."""
-        stored, pairs, store = self.stored, self.pairs, self.store
+        stored, pairs, store, at = self.stored, self.pairs, self.store, self.at
         keys = store._keys
         corrupt: dict[str, str] = {}
         for player, values in zip(self.wanted, reply, strict=False):
@@ -310,13 +333,13 @@ class _ViewRead:
                 continue
             stored[player] = (None, 0) if decoded is None else decoded
         cooldowns: dict[str, int | None] = {}
-        for key, v in zip(pairs, reply[-6] if pairs else (), strict=True):
+        for key, v in zip(pairs, reply[at["cooldowns"]] if pairs else (), strict=True):
             try:
                 cooldowns[key] = None if v is None else int(v)
             except ValueError as exc:
                 corrupt[key] = str(exc)
                 store._on_corrupt(CorruptState("cooldown", key, str(exc)))
-        pop = reply[-4]
+        pop = reply[at["pop"]]
         try:
             if isinstance(pop, Exception):
                 raise ValueError(str(pop))
@@ -325,17 +348,18 @@ class _ViewRead:
             player_count = int(count or 0)
         except ValueError as exc:
             raise CorruptState("pop", keys.pop, str(exc)) from None
+        ids = self.ids
         return View(
-            epoch=_epoch(keys.epoch, reply[-5]),
+            epoch=_epoch(keys.epoch, reply[at["epoch"]]),
             players=stored,
             cooldowns=cooldowns,
             sigma_units_total=sigma_units_total,
             player_count=player_count,
-            offsets=_offsets(store._offsets_key, self.partitions, reply[-3]),
-            snapshot=store._current_snapshot(reply[-1]),
-            watermarks=self._watermarks(reply[-2]),
+            offsets=_offsets(store._offsets_key, self.partitions, reply[at["offsets"]]),
+            snapshot=store._current_snapshot(reply[at["snapshot_version"]]),
+            watermarks=self._watermarks(reply[at["watermarks"]]),
             corrupt=corrupt,
-            event_ids=dict(zip(self.ids, reply[len(self.wanted)], strict=True)) if self.ids else {},
+            event_ids=dict(zip(ids, reply[at["event_ids"]], strict=True)) if ids else {},
         )
 
 

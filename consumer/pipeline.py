@@ -19,20 +19,20 @@ from types import FrameType
 from typing import Any, Final
 
 import redis
-from confluent_kafka import Consumer, Message, Producer, TopicPartition
+from confluent_kafka import Message, TopicPartition
 
-from consumer._blocked import Blocked
+from consumer._batch import Rating
 from consumer._clients import Clients
 from consumer._collector import Collector
-from consumer._errors import StopRequested
+from consumer._errors import FatalClientError, StopRequested
 from consumer._lifecycle import Lifecycle
-from consumer._log_range import LogRange
 from consumer._metrics import Metrics, serve
 from consumer._partitions import Partitions
+from consumer._ports import KillLog, RatingProducer
 from consumer._retry import RedisRetry
 from consumer._stages import NO_STAGES, StageTimer
 from consumer.config import Config
-from engine import Params
+from engine import AdrModel, Params
 from redis_layout import Keys, stamp_layout
 from runtime import compiled
 from runtime.settings import settings_fields
@@ -72,24 +72,19 @@ class Pipeline:
             stopping=lambda: self._stopping,
         )
         self._retry = retry
-        self.blocked = Blocked(
-            self.metrics, config.topic, config.backoff_initial_s, config.backoff_max_s
-        )
-        self.log_range = LogRange(config.topic, self.metrics, config.held_recheck_ms / 1000)
-        self.partitions = Partitions(
-            config, self.clients, self.metrics, retry, self.blocked, self.log_range
-        )
+        self.partitions = Partitions(config, self.clients, self.metrics, retry)
+        self.blocked = self.partitions.blocked
+        self.log_range = self.partitions.log_range
         self._collector = Collector()
+        # The pool's rating model: ADR with the pipeline's parameters (engine.RatingModel).
+        rating = Rating(AdrModel(params), self.keys, config.lateness_ms, config.max_players)
         self.lifecycle = Lifecycle(
             config,
-            params,
-            self.keys,
             self.clients,
             self.metrics,
-            retry,
             self.partitions,
-            self.blocked,
-            self.log_range,
+            retry,
+            rating,
             self._collector,
             stage_timer,
         )
@@ -97,11 +92,11 @@ class Pipeline:
         self.http: ThreadingHTTPServer | None = None
 
     @property
-    def kafka(self) -> Consumer:
+    def kafka(self) -> KillLog:
         return self.clients.kafka
 
     @property
-    def producer(self) -> Producer:
+    def producer(self) -> RatingProducer:
         return self.clients.producer
 
     @property
@@ -130,15 +125,16 @@ class Pipeline:
         try:
             while not self._stopping:
                 self.metrics.tick()
-                messages = stages.read()
-                if messages:
-                    self.process(messages)  # a batch with a fatal error is not applied
-                if self.clients.errors.fatal:
-                    self.flush()
-                    self._recreate_clients()  # Redis offsets unchanged: the batch comes again
+                try:
+                    messages = stages.read()
+                    if messages:
+                        self.process(messages)
+                    self.clients.errors.raise_if_fatal()
+                    if stages.held is None:
+                        stages.emit()
+                except FatalClientError as exc:  # the batch in hand is not applied
+                    self._recreate_clients(exc)  # Redis offsets unchanged: it comes again
                     continue
-                if stages.held is None:
-                    stages.emit()
                 self.blocked.retry_due(self.kafka)
                 self._between_batches()
             self.flush()
@@ -188,7 +184,7 @@ class Pipeline:
             [self.config.topic], on_assign=self._on_assign, on_revoke=self._on_revoke
         )
 
-    def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    def _on_assign(self, consumer: KillLog, partitions: list[TopicPartition]) -> None:
         """Start each partition where Redis says the state is, not where Kafka's group says (an
         assignment met while stopping with Redis not answering is left: the process leaves)."""
         self.flush()  # its offsets first, so that the read below sees them
@@ -200,21 +196,23 @@ class Pipeline:
             _stopped_waiting(exc)
             return
         self.metrics.rebalances.inc()
-        self.metrics.ready_flags["assigned"] = True
-        self.metrics.ready_flags["broker"] = True
+        self.metrics.health.set("assigned", True)
+        self.metrics.health.set("broker", True)
 
-    def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+    def _on_revoke(self, consumer: KillLog, partitions: list[TopicPartition]) -> None:
         log.info("partitions revoked", extra={"partitions": [tp.partition for tp in partitions]})
         self.flush()  # finish the batch before the partitions move on
         self.partitions.revoke(consumer, [tp.partition for tp in partitions])
 
-    def _recreate_clients(self) -> None:
-        """After a fatal client error (e.g. a static member fenced across a broker restart) the
-        clients cannot go on: make new ones. Nothing is lost: Redis holds the offsets, and the
-        outbox entries the old producer did not confirm are claimed again."""
-        log.error("fatal kafka client error, recreating the clients")
+    def _recreate_clients(self, exc: FatalClientError) -> None:
+        """The one handler of a fatal client error (e.g. a static member fenced across a broker
+        restart): the clients cannot go on. Write the batch held, then make new clients. Nothing
+        is lost: Redis holds the offsets, and the outbox entries the old producer did not
+        confirm are claimed again."""
+        self.flush()
+        log.error("fatal kafka client error, recreating the clients", extra={"error": str(exc)})
         self.metrics.swallowed.labels("kafka_fatal").inc()
-        self.clients.errors.fatal = False
+        self.clients.errors.fatal = None
         self.clients.close_kafka()
         self.partitions.forget_all()
         self.clients.renew_kafka()

@@ -9,6 +9,8 @@
   the leaderboard's read around a player).
 - event_ids.py: the consumer's event-id rule and, with the engine's RatingBook, every rule that
   decides whether a kill counts, offline (`CountingRules`: `adr replay`, `adr evaluate --events`).
+- apply_contract.py: the positions of the consumer's atomic write (its KEYS, argument sections and
+  a player's items), declared once: apply.lua's header is generated from it.
 - raw.py: pipelined reads and writes on one pooled connection without redis-py's per-argument
   packing and reply callbacks.
 

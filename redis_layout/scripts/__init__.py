@@ -1,12 +1,14 @@
 """The Lua scripts that write a rating pool, one `.lua` file each (package data).
 
-`APPLY` is the consumer's atomic batch write (apply.lua; its argument layout is built by
-consumer._store). The others are the tier job's, and every write they make is fenced by its
-lease: a replica that paused past its lease's expiry finds another holder's id in the lease key,
-so its scripts change nothing (they answer NOT_HOLDER), and it cannot remove keys or overwrite a
-newer snapshot. `Fenced` calls them with their keys and arguments in order. `ACTIVE_PAGE` (the
-tier job's read of μ over A) and `AROUND`, `RANK`, `TIER_TABLE` (the leaderboard reader's, run
-with EVALSHA_RO/EVAL_RO, which the read-only ACL user may call) are read-only.
+`APPLY` is the consumer's atomic batch write: apply.lua behind a header generated from the one
+declaration of its keys, argument sections and player items (redis_layout/apply_contract.py),
+which the consumer's Store builds the call from. The others are the tier job's, and every write
+they make is fenced by its lease: a replica that paused past its lease's expiry finds another
+holder's id in the lease key, so its scripts change nothing (they answer NOT_HOLDER), and it
+cannot remove keys or overwrite a newer snapshot. `Fenced` calls them with their keys and
+arguments in order. `ACTIVE_PAGE` (the tier job's read of μ over A) and `AROUND`, `RANK`,
+`TIER_TABLE` (the leaderboard reader's, run with EVALSHA_RO/EVAL_RO, which the read-only ACL user
+may call) are read-only.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Final
 
 import redis
 
+from redis_layout.apply_contract import lua_header
 from redis_layout.keys import Keys
 
 
@@ -25,7 +28,7 @@ def _source(name: str) -> str:
     return importlib.resources.files(__name__).joinpath(name).read_text()
 
 
-APPLY: Final = _source("apply.lua")
+APPLY: Final = lua_header() + _source("apply.lua")
 APPLY_SHA: Final = hashlib.sha1(APPLY.encode()).hexdigest()
 """What EVALSHA names APPLY by (the consumer sends the call pre-packed, not via redis-py)."""
 RAISE_EPOCH: Final = _source("raise_epoch.lua")

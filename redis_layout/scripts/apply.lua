@@ -1,24 +1,27 @@
 -- One batch of the consumer, applied atomically (docs/design.md, "Redis layout").
+-- The order of KEYS, of the ARGV sections and of a player's items is declared once, in
+-- redis_layout/apply_contract.py: the header above this comment is generated from it when the
+-- script is loaded (K_<key>, S_<section>, I_<player item>, FIELD, PLAYER_ITEMS, SECTIONS).
 -- KEYS: offsets, outbox, lb, activity, pop, tier_counts, watermarks, cooldown_due
 --       (the zset index of releases before the buckets: only drained), due_buckets, epoch
--- ARGV[1] the player key prefix ("{ns}:player:"); ARGV[2..12]: how many ARGV items each section
--- below has; the sections follow in order. Every number is a decimal string (Lua numbers are
--- doubles and would lose int64 digits). Per player the script derives its rank and activity
--- writes from the hash values, so the client sends each value once.
---   1 players  one msgpack array (or nothing) of PLAYER_ITEMS per player, all msgpack str: id,
+-- ARGV[1] the player key prefix ("{ns}:player:"); ARGV[2..SECTIONS + 1]: how many ARGV items
+-- each section below has; the sections follow in order. Every number is a decimal string (Lua
+-- numbers are doubles and would lose int64 digits). Per player the script derives its rank and
+-- activity writes from the hash values, so the client sends each value once.
+--   players    one msgpack array (or nothing) of PLAYER_ITEMS per player, all msgpack str: id,
 --              checked ver ("0" = no hash yet), new ver, then the hash values mu..state in
 --              FIELD order (layout 2, redis_layout/player_codec.py), activity time ("" = none)
---   2 offset checks partition, next|"", ...
---   3 tier counts label, delta, ...   4 pop deltas: count, sigma_hi, sigma_lo
---   5 cooldowns key, ts, ...          6 offsets partition, next, ...
---   7 outbox: one msgpack array of [player, rating change] pairs (or nothing)
---   8 watermarks partition, largest accepted ts, ...
---   9 sweep: keep (lateness + t_cooldown, ms), floor (wall clock - max_age - keep), bucket
+--   offset_checks partition, next|"", ...
+--   tier_counts label, delta, ...     pop: deltas of count, sigma_hi, sigma_lo
+--   cooldowns key, ts, ...            offsets partition, next, ...
+--   outbox     one msgpack array of [player, rating change] pairs (or nothing)
+--   watermarks partition, largest accepted ts, ...
+--   sweep      keep (lateness + t_cooldown, ms), floor (wall clock - max_age - keep), bucket
 --              width (ms), the prefixes of the cooldown buckets, event-id buckets, cooldown keys
---  10 event ids key, content digest, ts, ...: the ids this batch counts; each key must not
+--   event_ids  key, content digest, ts, ...: the ids this batch counts; each key must not
 --              exist yet (another instance counted the same id: checked like a ver); indexed
 --              and swept with the cooldown keys (schemas/kill_event.md, "Meaning checks")
---  11 epoch    the pool epoch the outbox's changes carry: checked like a ver (the epoch key
+--   epoch      the pool epoch the outbox's changes carry: checked like a ver (the epoch key
 --              must hold it, absent = "0"), so no change is written in an epoch already left
 -- Cooldown and event-id keys expire by event time, not by a TTL: a record whose last written ts
 -- is <= max(lowest watermark - keep, floor) is deleted (no event the consumer still accepts can
@@ -34,14 +37,11 @@
 -- a concurrent count of the same pair moves the attacker's ver, which is checked.
 -- Returns {0} when applied, {1, what, key} when a checked value changed (then nothing is written),
 -- an error reply WRONGTYPE/BADVALUE when a key is in the way (then nothing is written either).
-local FIELD = {'mu', 'sigma', 'n', 'last_ts', 'tier', 'window', 'state'}
 local V1_ONLY = {'streak', 'phi', 'pool', 'h_up', 'h_down', 'recent'}  -- layout 1's, not 2's
-local PLAYER_ITEMS = 11  -- id, checked ver, new ver, 7 values, activity time
 local CHUNK = 2000       -- stay far below Lua's limit on unpack() arguments
 
 local prefix = ARGV[1]
 local bounds = {}
-local SECTIONS = 11
 local at = SECTIONS + 2
 for s = 1, SECTIONS do
   local n = tonumber(ARGV[s + 1])
@@ -51,7 +51,7 @@ end
 
 local function section(s) return bounds[s][1], bounds[s][2] end
 
-local first, last = section(1)
+local first, last = section(S_PLAYERS)
 local P = {}
 if last >= first then P = cmsgpack.unpack(ARGV[first]) end
 -- Lua scripts have no rollback: a command that fails after the first write leaves the writes
@@ -67,20 +67,23 @@ local function wrongtype(key, want)
   end
 end
 for i = 1, #P, PLAYER_ITEMS do
-  local ver = redis.pcall('HGET', prefix .. P[i], 'ver')
+  local key = prefix .. P[i + I_ID]
+  local ver = redis.pcall('HGET', key, 'ver')
   if type(ver) == 'table' then
-    return wrongtype(prefix .. P[i], 'hash') or redis.error_reply(ver.err)
+    return wrongtype(key, 'hash') or redis.error_reply(ver.err)
   end
-  if (ver or '0') ~= P[i + 1] then
-    return {1, 'player', prefix .. P[i]}
+  if (ver or '0') ~= P[i + I_CHECKED_VER] then
+    return {1, 'player', key}
   end
 end
-local KIND = {'hash', 'stream', 'zset', 'zset', 'hash', 'hash', 'hash', 'zset', 'zset', 'string'}
-for k = 1, #KIND do
+local KIND = {[K_OFFSETS] = 'hash', [K_OUTBOX] = 'stream', [K_LB] = 'zset',
+  [K_ACTIVITY] = 'zset', [K_POP] = 'hash', [K_TIER_COUNTS] = 'hash', [K_WATERMARKS] = 'hash',
+  [K_COOLDOWN_DUE] = 'zset', [K_DUE_BUCKETS] = 'zset', [K_EPOCH] = 'string'}
+for k = 1, #KEYS do
   local err = wrongtype(KEYS[k], KIND[k])
   if err then return err end
 end
-first = section(9)
+first = section(S_SWEEP)
 local BUCKET_MS = tonumber(ARGV[first + 2])
 local CD_BUCKET, ID_BUCKET, CD_KEY = ARGV[first + 3], ARGV[first + 4], ARGV[first + 5]
 -- bucket end (a decimal string) -> the record keys this batch indexes there, per kind
@@ -104,26 +107,26 @@ local function index(into, from, to, step, ts_at)
     list[#list + 1] = ARGV[i]
   end
 end
-first, last = section(5)
+first, last = section(S_COOLDOWNS)
 index(cd_index, first, last, 2, 1)
-first, last = section(10)
+first, last = section(S_EVENT_IDS)
 index(id_index, first, last, 3, 2)
 for _, e in ipairs(ends) do
   local err = (cd_index[e] and wrongtype(CD_BUCKET .. e, 'list')) or
     (id_index[e] and wrongtype(ID_BUCKET .. e, 'list'))
   if err then return err end
 end
-first, last = section(2)
+first, last = section(S_OFFSET_CHECKS)
 for i = first, last, 2 do
-  if (redis.call('HGET', KEYS[1], ARGV[i]) or '') ~= ARGV[i + 1] then
+  if (redis.call('HGET', KEYS[K_OFFSETS], ARGV[i]) or '') ~= ARGV[i + 1] then
     return {1, 'offset', ARGV[i]}
   end
 end
-first = section(11)
-if (redis.call('GET', KEYS[10]) or '0') ~= ARGV[first] then
-  return {1, 'epoch', KEYS[10]}
+first = section(S_EPOCH)
+if (redis.call('GET', KEYS[K_EPOCH]) or '0') ~= ARGV[first] then
+  return {1, 'epoch', KEYS[K_EPOCH]}
 end
-first, last = section(10)
+first, last = section(S_EVENT_IDS)
 local ids = {}
 for i = first, last, 3 do ids[#ids + 1] = ARGV[i] end
 for i = 1, #ids, CHUNK do  -- one variadic EXISTS per chunk, not one call per id
@@ -140,13 +143,13 @@ local function counter(key, field)  -- HINCRBY fails on anything but a 64-bit in
     return redis.error_reply('BADVALUE ' .. key .. ' field ' .. field .. ' is not an integer')
   end
 end
-first, last = section(3)
+first, last = section(S_TIER_COUNTS)
 for i = first, last, 2 do
-  local err = counter(KEYS[6], ARGV[i])
+  local err = counter(KEYS[K_TIER_COUNTS], ARGV[i])
   if err then return err end
 end
 for _, field in ipairs({'count', 'sigma_hi', 'sigma_lo'}) do
-  local err = counter(KEYS[5], field)
+  local err = counter(KEYS[K_POP], field)
   if err then return err end
 end
 
@@ -156,16 +159,16 @@ local function add(t, a, b)
   if b then t[#t + 1] = b end
 end
 for i = 1, #P, PLAYER_ITEMS do
-  local id, mu = P[i], P[i + 3]
-  local v = i + 2
+  local id, mu = P[i + I_ID], P[i + I_MU]
+  local v = i + I_MU  -- the hash values, in FIELD order
   local key = prefix .. id
-  local added = redis.call('HSET', key, FIELD[1], mu, FIELD[2], P[v + 2], FIELD[3], P[v + 3],
-    FIELD[4], P[v + 4], FIELD[5], P[v + 5], FIELD[6], P[v + 6], FIELD[7], P[v + 7],
-    'ver', P[i + 2])
-  -- A new hash gets all 8 fields; a layout-1 hash lacked only `state`: drop its old fields.
-  if added > 0 and added < 8 then redis.call('HDEL', key, unpack(V1_ONLY)) end
-  if P[v + 5] ~= '' then add(lb, mu, id) end
-  local since = P[i + 10]
+  local added = redis.call('HSET', key, FIELD[1], mu, FIELD[2], P[v + 1], FIELD[3], P[v + 2],
+    FIELD[4], P[v + 3], FIELD[5], P[v + 4], FIELD[6], P[v + 5], FIELD[7], P[v + 6],
+    'ver', P[i + I_NEW_VER])
+  -- A new hash gets every field; a layout-1 hash lacked only `state`: drop its old fields.
+  if added > 0 and added <= #FIELD then redis.call('HDEL', key, unpack(V1_ONLY)) end
+  if P[i + I_TIER] ~= '' then add(lb, mu, id) end
+  local since = P[i + I_ACTIVITY]
   if since ~= '' then add(activity, since, id) end
 end
 
@@ -178,33 +181,33 @@ local function bulk(cmd, key, items)  -- key nil: the items are the command's wh
     end
   end
 end
-bulk('ZADD', KEYS[3], lb)
-bulk('ZADD', KEYS[4], activity)
+bulk('ZADD', KEYS[K_LB], lb)
+bulk('ZADD', KEYS[K_ACTIVITY], activity)
 
-first, last = section(3)
-for i = first, last, 2 do redis.call('HINCRBY', KEYS[6], ARGV[i], ARGV[i + 1]) end
-first = section(4)
+first, last = section(S_TIER_COUNTS)
+for i = first, last, 2 do redis.call('HINCRBY', KEYS[K_TIER_COUNTS], ARGV[i], ARGV[i + 1]) end
+first = section(S_POP)
 local pop = {'count', 'sigma_hi', 'sigma_lo'}
 for j = 0, 2 do
-  if ARGV[first + j] ~= '0' then redis.call('HINCRBY', KEYS[5], pop[j + 1], ARGV[first + j]) end
+  if ARGV[first + j] ~= '0' then redis.call('HINCRBY', KEYS[K_POP], pop[j + 1], ARGV[first + j]) end
 end
 -- The cooldown and event-id records: one MSET per chunk, and one RPUSH per bucket and chunk
 -- into their index, not a call per key (each redis.call costs Redis about as much as the SET it
 -- runs). Appending to a list costs Redis far less than a ZADD into one zset of every record.
-first, last = section(5)
+first, last = section(S_COOLDOWNS)
 local records = {}
 for i = first, last, 2 do add(records, ARGV[i], ARGV[i + 1]) end
-first, last = section(10)
+first, last = section(S_EVENT_IDS)
 for i = first, last, 3 do add(records, ARGV[i], ARGV[i + 1]) end
 bulk('MSET', nil, records)
-first, last = section(5)
-if last >= first and redis.call('EXISTS', KEYS[8]) == 1 then
+first, last = section(S_COOLDOWNS)
+if last >= first and redis.call('EXISTS', KEYS[K_COOLDOWN_DUE]) == 1 then
   -- A cooldown key counted again leaves the zset index of earlier releases (while it still
   -- exists): an instance still running that release sweeps by its stale score, and would delete
   -- the key before its new ts passed the horizon (a rolling upgrade runs both releases at once).
   local renewed = {}
   for i = first, last, 2 do renewed[#renewed + 1] = ARGV[i] end
-  bulk('ZREM', KEYS[8], renewed)
+  bulk('ZREM', KEYS[K_COOLDOWN_DUE], renewed)
 end
 local registry = {}
 for _, e in ipairs(ends) do
@@ -212,23 +215,23 @@ for _, e in ipairs(ends) do
   if id_index[e] then bulk('RPUSH', ID_BUCKET .. e, id_index[e]) end
   add(registry, e, e)
 end
-bulk('ZADD', KEYS[9], registry)
+bulk('ZADD', KEYS[K_DUE_BUCKETS], registry)
 local records_written = #records / 2
-first, last = section(6)
+first, last = section(S_OFFSETS)
 for i = first, last, CHUNK do
-  redis.call('HSET', KEYS[1], unpack(ARGV, i, math.min(i + CHUNK - 1, last)))
+  redis.call('HSET', KEYS[K_OFFSETS], unpack(ARGV, i, math.min(i + CHUNK - 1, last)))
 end
-first, last = section(7)
-for i = first, last do redis.call('XADD', KEYS[2], '*', 'm', ARGV[i]) end
-first, last = section(8)
+first, last = section(S_OUTBOX)
+for i = first, last do redis.call('XADD', KEYS[K_OUTBOX], '*', 'm', ARGV[i]) end
+first, last = section(S_WATERMARKS)
 for i = first, last, CHUNK do
-  redis.call('HSET', KEYS[7], unpack(ARGV, i, math.min(i + CHUNK - 1, last)))
+  redis.call('HSET', KEYS[K_WATERMARKS], unpack(ARGV, i, math.min(i + CHUNK - 1, last)))
 end
 
-first = section(9)
+first = section(S_SWEEP)
 local horizon = tonumber(ARGV[first + 1])
 local low = nil
-for _, w in ipairs(redis.call('HVALS', KEYS[7])) do
+for _, w in ipairs(redis.call('HVALS', KEYS[K_WATERMARKS])) do
   local t = tonumber(w)  -- a value that is no number holds nothing back
   if t ~= nil and (low == nil or t < low) then low = t end
 end
@@ -262,7 +265,7 @@ local function expire(names, cooldowns)
   budget = budget - #names
 end
 -- The zset index of earlier releases, drained by the same rule.
-local legacy = redis.call('ZRANGEBYSCORE', KEYS[8], '-inf', cut, 'LIMIT', 0, budget)
+local legacy = redis.call('ZRANGEBYSCORE', KEYS[K_COOLDOWN_DUE], '-inf', cut, 'LIMIT', 0, budget)
 if #legacy > 0 then
   local cds, ids_ = {}, {}
   for _, key in ipairs(legacy) do
@@ -270,10 +273,10 @@ if #legacy > 0 then
   end
   expire(cds, true)
   expire(ids_, false)
-  bulk('ZREM', KEYS[8], legacy)
+  bulk('ZREM', KEYS[K_COOLDOWN_DUE], legacy)
 end
 if budget <= 0 then return {0} end
-local due = redis.call('ZRANGEBYSCORE', KEYS[9], '-inf', cut, 'LIMIT', 0, budget)
+local due = redis.call('ZRANGEBYSCORE', KEYS[K_DUE_BUCKETS], '-inf', cut, 'LIMIT', 0, budget)
 for _, e in ipairs(due) do
   local emptied = 0
   for _, kind in ipairs({CD_BUCKET, ID_BUCKET}) do
@@ -289,7 +292,7 @@ for _, e in ipairs(due) do
       end
     end
   end
-  if emptied == 2 then redis.call('ZREM', KEYS[9], e) end
+  if emptied == 2 then redis.call('ZREM', KEYS[K_DUE_BUCKETS], e) end
   if budget <= 0 then break end
 end
 return {0}

@@ -1,18 +1,16 @@
 """In-memory stand-ins for what a Pipeline talks to (consumer/_clients.py), for unit tests of the
 batch lifecycle that need no server (tests/consumer/test_lifecycle.py).
 
-The Redis side is faked at the Store boundary: `FakeStore` keeps what the atomic write script
-keeps (player states and vers, S and P, cooldowns, event ids, offsets, watermarks, the outbox)
-and applies a Plan with the script's checks (every changed player's ver, every batch
-partition's offset, no event id recorded meanwhile), so the Writer and the rating core run as
-they do against Redis. Every fake appends what happened to one shared `trace`.
+The pool store is the consumer's in-memory one (consumer/_memory_store.py: the write script's
+checks and writes, held to the Lua store by tests/consumer/test_pool_store_contract.py), traced;
+the kill log, dead-letter sink, relay and producer are minimal stand-ins for their ports
+(consumer/_ports.py). Every fake appends what happened to one shared `trace`.
 """
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import redis
@@ -22,121 +20,67 @@ from consumer._batch import Plan, View
 from consumer._clients import Clients
 from consumer._dead_letters import Stop
 from consumer._kafka import KafkaErrors
+from consumer._memory_store import MemoryStore, Pool
 from consumer._metrics import Metrics
-from engine import DEFAULT_LATENESS_MS, PlayerState, Snapshot
-from redis_layout import Conflict
+from engine import PlayerState, Snapshot
 
 Trace = list[tuple[Any, ...]]
 
 
-@dataclasses.dataclass
-class Held:
-    """What FakeStore holds (what Redis holds for one pool and topic)."""
-
-    players: dict[str, tuple[PlayerState, int]] = dataclasses.field(default_factory=dict)
-    cooldowns: dict[str, int] = dataclasses.field(default_factory=dict)
-    event_ids: dict[str, bytes] = dataclasses.field(default_factory=dict)
-    player_count: int = 0
-    sigma_units_total: int = 0
-    offsets: dict[int, int] = dataclasses.field(default_factory=dict)
-    watermarks: dict[int, int] = dataclasses.field(default_factory=dict)
-    outbox: list[list[tuple[str, bytes]]] = dataclasses.field(default_factory=list)
-    epoch: int = 0
-
-
-class FakeStore:
-    """consumer._store.Store's interface over a `Held` in memory."""
+class TracedStore(MemoryStore):
+    """The in-memory pool store (consumer/_memory_store.py) that also records its reads, writes
+    and confirmations in the trace, and can lose the reply of a write that ran."""
 
     def __init__(self, snapshot: Snapshot, trace: Trace) -> None:
-        self.held = Held()
-        self.snapshot = snapshot
+        super().__init__(snapshot)
         self.trace = trace
-        self.lateness_ms = DEFAULT_LATENESS_MS
         self.lose_replies = 0
         """How many of the next writes run but lose their reply (a connection cut after the
         script ran)."""
 
-    def lose_to(self, earlier: Held) -> None:
+    def lose_to(self, earlier: Pool) -> None:
         """Redis restarted from an older, consistent state (it lost acknowledged writes)."""
-        self.held = copy.deepcopy(earlier)
-
-    def saved(self) -> Held:
-        return copy.deepcopy(self.held)
-
-    def read_offsets(self, partitions: list[int]) -> dict[int, int | None]:
-        return {p: self.held.offsets.get(p) for p in partitions}
+        self.restore(earlier)
 
     def raise_epoch(self, least: int) -> int:
-        self.held.epoch = max(self.held.epoch + 1, least)
         self.trace.append(("raise epoch",))
-        return self.held.epoch
+        return super().raise_epoch(least)
 
-    def read_view(self, *args: Any) -> View:
-        """As Store's, called as the Writer does: (players, pairs, partitions, cached, ids)."""
-        players, pairs, partitions, cached, ids = args
+    def read_view(
+        self,
+        players: list[str],
+        pairs: list[str],
+        partitions: list[int],
+        cached: Mapping[str, tuple[PlayerState, int]] | None = None,
+        ids: Sequence[str] = (),
+    ) -> View:
         self.trace.append(("read",))
-        h = self.held
-        stored: dict[str, tuple[PlayerState | None, int]] = {}
-        for p in players:
-            hit = cached.get(p) if cached else None
-            stored[p] = hit if hit is not None else h.players.get(p, (None, 0))
-        return View(
-            players=stored,
-            cooldowns={k: h.cooldowns.get(k) for k in pairs},
-            sigma_units_total=h.sigma_units_total,
-            player_count=h.player_count,
-            offsets={p: h.offsets.get(p) for p in partitions},
-            snapshot=self.snapshot,
-            watermarks={p: h.watermarks.get(p) for p in partitions},
-            event_ids={k: h.event_ids.get(k) for k in ids},
-            epoch=h.epoch,
-        )
+        return super().read_view(players, pairs, partitions, cached, ids)
 
-    def read_view_then_write(self, *args: Any) -> tuple[View, FakePendingWrite]:
-        """As Store's: the read of (players, pairs, partitions, cached), then plan's write."""
-        players, pairs, partitions, cached, plan, _cooldown_ms, _max_age_ms, ids = args
+    def read_view_then_write(
+        self,
+        players: list[str],
+        pairs: list[str],
+        partitions: list[int],
+        cached: Mapping[str, tuple[PlayerState, int]] | None,
+        plan: Plan,
+        ids: Sequence[str] = (),
+    ) -> tuple[View, TracedWrite]:
         view = self.read_view(players, pairs, partitions, cached, ids)
         return view, self._send(plan)
 
-    def write(self, plan: Plan, cooldown_ms: int, max_age_ms: int) -> None:
+    def write(self, plan: Plan) -> None:
         self._send(plan).result()
 
-    def _send(self, plan: Plan) -> FakePendingWrite:
+    def _send(self, plan: Plan) -> TracedWrite:
         self.trace.append(("write", dict(plan.offsets)))
-        return FakePendingWrite(self, plan)
-
-    def apply(self, plan: Plan) -> None:
-        """What redis_layout/scripts/apply.lua does: check, then write everything or nothing."""
-        h = self.held
-        if plan.epoch != h.epoch:
-            raise Conflict("epoch", "epoch")
-        for partition, stored in plan.offset_checks:
-            if h.offsets.get(partition) != stored:
-                raise Conflict("offset", str(partition))
-        stride = len(plan.players) // len(plan.states) if plan.states else 0
-        for i, player in enumerate(plan.states):
-            checked = int(plan.players[i * stride + 1])  # type: ignore[arg-type]
-            if h.players.get(player, (None, 0))[1] != checked:
-                raise Conflict("player", player)
-        for key, _digest, _ts in plan.event_ids:
-            if key in h.event_ids:
-                raise Conflict("event_id", key)
-        h.players.update(plan.states)
-        h.player_count += plan.count_delta
-        h.sigma_units_total += (plan.sigma_hi_delta << 32) + plan.sigma_lo_delta
-        h.cooldowns.update(plan.cooldowns)
-        h.event_ids.update((key, digest) for key, digest, _ts in plan.event_ids)
-        for partition, offset in plan.offsets:
-            h.offsets[partition] = max(offset, h.offsets.get(partition, 0))
-        h.watermarks.update(plan.watermarks)
-        if plan.outbox:
-            h.outbox.append(plan.outbox)
+        return TracedWrite(self, plan)
 
 
-class FakePendingWrite:
-    """A write on the wire: Redis runs it when its reply is read (`result`)."""
+class TracedWrite:
+    """A write on the wire: the pool runs it when its reply is read (`result`)."""
 
-    def __init__(self, store: FakeStore, plan: Plan) -> None:
+    def __init__(self, store: TracedStore, plan: Plan) -> None:
         self._store = store
         self.plan = plan
 
@@ -212,10 +156,11 @@ class FakeKafka:
     def seek(self, partition: TopicPartition) -> None:
         self.position[partition.partition] = partition.offset
 
-    def commit(self, offsets: list[TopicPartition], asynchronous: bool = True) -> None:
+    def commit(self, *, offsets: list[TopicPartition], asynchronous: bool = True) -> Any:
         committed = {tp.partition: tp.offset for tp in offsets}
         self.commits.append(committed)
         self.trace.append(("commit", committed))
+        return None if asynchronous else offsets
 
     def committed(self, partitions: list[TopicPartition], timeout: float = -1) -> list[Any]:
         return [TopicPartition(self.topic, tp.partition, -1001) for tp in partitions]
@@ -311,7 +256,7 @@ class FakeRedis:
 @dataclasses.dataclass
 class Fakes:
     trace: Trace
-    store: FakeStore
+    store: TracedStore
     kafka: FakeKafka
     dead_letters: FakeDeadLetters
     clients: Clients
@@ -319,18 +264,18 @@ class Fakes:
 
 def fakes(topic: str, snapshot: Snapshot, metrics: Metrics) -> Fakes:
     trace: Trace = []
-    store = FakeStore(snapshot, trace)
+    store = TracedStore(snapshot, trace)
     kafka = FakeKafka(topic, trace)
     dead_letters = FakeDeadLetters(trace)
     producer = FakeProducer()
     clients = Clients(
         errors=KafkaErrors(metrics),
         redis=FakeRedis(),
-        store=store,  # type: ignore[arg-type]
-        kafka=kafka,  # type: ignore[arg-type]
-        producer=producer,  # type: ignore[arg-type]
-        dead_letters=dead_letters,  # type: ignore[arg-type]
-        relay=FakeRelay(trace),  # type: ignore[arg-type]
-        new_kafka=lambda: (kafka, producer),  # type: ignore[return-value]
+        store=store,
+        kafka=kafka,
+        producer=producer,
+        dead_letters=dead_letters,
+        relay=FakeRelay(trace),
+        new_kafka=lambda: (kafka, producer),
     )
     return Fakes(trace, store, kafka, dead_letters, clients)

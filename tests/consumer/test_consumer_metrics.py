@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry, Histogram
@@ -89,3 +90,26 @@ def test_observe_ages_of_nothing_changes_nothing() -> None:
     one_by_one, bulk = _pair()
     observe_ages(bulk, _NOW_MS, [])
     assert _samples(bulk) == _samples(one_by_one)
+
+
+def test_readiness_is_one_health_object_with_what_readyz_shows() -> None:
+    from consumer._metrics import Health, Metrics
+
+    health = Health()
+    assert not health.ready()
+    assert health.report() == (False, "assigned=0 redis=0 broker=0 dead_letters=1 offsets=1")
+    for part in ("assigned", "redis", "broker"):
+        health.set(part, True)
+    assert health.ready()
+    health.set("dead_letters", False)
+    health.note("stopped", "3@1234:topic_missing")
+    assert health.report() == (
+        False,
+        "assigned=1 redis=1 broker=1 dead_letters=0 offsets=1 stopped=3@1234:topic_missing",
+    )
+    health.note("stopped", None)
+    health.set("dead_letters", True)
+    assert health.report() == (True, "assigned=1 redis=1 broker=1 dead_letters=1 offsets=1")
+    with pytest.raises(KeyError):
+        health.set("no such part", True)
+    assert not Metrics().ready()  # a fresh consumer is not ready

@@ -9,7 +9,8 @@ import msgspec
 import pytest
 import redis
 
-from consumer._batch import Accepted, rate_batch
+from consumer._batch import rate_batch
+from consumer._decoding import Accepted
 from consumer._epoch import PoolEpoch
 from consumer._errors import CorruptState, RedisBehind
 from consumer._metrics import Metrics
@@ -53,12 +54,12 @@ def test_a_batch_rated_in_an_epoch_another_instance_left_conflicts_and_is_redone
     raised = theirs.raise_epoch(now)  # another instance found Redis behind
     assert raised == now
     with pytest.raises(Conflict) as caught:
-        mine.write(plan, params.cooldown_ms, 3_600_000)
+        mine.write(plan)
     assert caught.value.what == "epoch"
     assert client.hget(keys.offsets(TOPIC), "0") is None  # nothing of the batch was written
     view = mine.read_view(["a", "b"], [keys.cooldown("a", "b")], [0])
     redo = rate_batch(batch, {0: 1}, view, keys, params)
-    mine.write(redo, params.cooldown_ms, 3_600_000)
+    mine.write(redo)
     assert [(c.epoch, c.seq) for c in _outbox(client, keys)] == [(now, 1), (now, 1)]
 
 

@@ -15,7 +15,8 @@ import consumer_support as S
 import redis
 from consumer_servers import DurableRedis
 
-from consumer._batch import Accepted, rate_batch
+from consumer._batch import rate_batch
+from consumer._decoding import Accepted
 from consumer._store import Store
 from engine import DEFAULT_LATENESS_MS, Params
 from redis_layout import Conflict, Keys
@@ -111,9 +112,9 @@ def _write(store: Store, keys: Keys, params: Params, batch: list[Accepted]) -> N
     pairs = list(dict.fromkeys(keys.cooldown(x.event.attacker, x.event.victim) for x in batch))
     while True:
         view = store.read_view(players, pairs, list(ends))
-        plan = rate_batch(batch, ends, view, keys, params, store.lateness_ms)
+        plan = rate_batch(batch, ends, view, keys, params)  # the default lateness, as the store's
         try:
-            store.write(plan, params.cooldown_ms, 7 * 24 * HOUR_MS)
+            store.write(plan)
             return
         except Conflict:
             continue

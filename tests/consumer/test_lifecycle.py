@@ -18,7 +18,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from lifecycle_fakes import Fakes, fakes
 
-import consumer._writer as writer_module
 from consumer._metrics import Metrics
 from consumer.config import Config
 from consumer.pipeline import Pipeline
@@ -71,17 +70,24 @@ def _at(trace: list[tuple[Any, ...]], entry: tuple[Any, ...]) -> int:
     return trace.index(entry)
 
 
+class TracedRating:
+    """The lifecycle's rating step, recording each rating in the trace."""
+
+    def __init__(self, inner: Any, trace: list[tuple[Any, ...]]) -> None:
+        self.inner, self.trace = inner, trace
+
+    def rate(self, batch: Any, view: Any, stages: Any) -> Any:
+        self.trace.append(("rate", dict(batch.next_offsets)))
+        return self.inner.rate(batch, view, stages)
+
+
 def test_the_next_batch_is_rated_before_the_write_ahead_is_confirmed_then_committed_and_emitted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pipeline, fake = _pipeline()
-    rate = writer_module.rate_batch
-
-    def traced(events: Any, batch_offsets: dict[int, int], *args: Any, **kw: Any) -> Any:
-        fake.trace.append(("rate", dict(batch_offsets)))
-        return rate(events, batch_offsets, *args, **kw)
-
-    monkeypatch.setattr(writer_module, "rate_batch", traced)
+    monkeypatch.setattr(
+        pipeline.lifecycle, "rating", TracedRating(pipeline.lifecycle.rating, fake.trace)
+    )
     fake.kafka.assign_group([0])
     messages = _stream(fake, 4)
     fake.trace.clear()
@@ -177,7 +183,7 @@ def test_a_revoke_flushes_the_held_batch_before_the_partitions_go() -> None:
     assert fake.trace[4] == ("unassign",)
     assert pipeline.lifecycle.held is None
     assert pipeline.assigned == set() and pipeline.partitions.positions == {}
-    assert pipeline.lifecycle.writer.confirmed == {}
+    assert pipeline.partitions.confirmed == {}
 
 
 @pytest.mark.parametrize("held", [False, True], ids=["fresh read", "behind a write ahead"])
@@ -205,7 +211,7 @@ def test_redis_behind_drops_the_cache_and_reassigns_at_the_stored_offsets(held: 
     assert _at(fake.trace, ("raise epoch",)) < _at(fake.trace, ("assign", {0: 2}))
     assert fake.store.held.epoch >= START
     assert pipeline.lifecycle.held is None and len(pipeline.lifecycle.cache) == 0
-    assert pipeline.lifecycle.writer.confirmed == {0: 2}
+    assert pipeline.partitions.confirmed == {0: 2}
     assert fake.store.held.offsets == {0: 2}  # the write held back never applied
     again = fake.kafka.consume(100)
     assert [m.offset() for m in again] == list(range(2, 8))
@@ -341,3 +347,28 @@ def test_any_split_into_batches_ends_with_the_same_state_and_commits(
     assert last == {0: 12, 1: 12}
     emitted = sorted(c for entry in fake.store.held.outbox for c in entry)
     assert emitted == sorted(c for entry in ref.store.held.outbox for c in entry)
+
+
+def test_a_fatal_client_error_writes_the_held_batch_and_renews_the_clients_in_one_handler() -> None:
+    """A fatal error reported by a Kafka client's callback surfaces as FatalClientError at the
+    next client call; the pipeline's one handler writes the batch held (its offsets reach
+    Redis), drops the batch in hand (it comes again from Redis's offsets) and renews the
+    clients."""
+    pipeline, fake = _pipeline()
+    fake.kafka.assign_group([0])
+    messages = _stream(fake, 4)
+    pipeline.process(messages[:2])  # held, not written
+    renewed: list[int] = []
+
+    def new_kafka() -> Any:
+        renewed.append(1)
+        pipeline.request_stop()  # one round of the loop is enough
+        return fake.kafka, fake.clients.producer
+
+    pipeline.clients.new_kafka = new_kafka
+    pipeline.clients.errors(KafkaError(KafkaError._FATAL, "fenced", fatal=True))
+    pipeline.run(serve_metrics=False, signals=False)
+    assert renewed == [1] and pipeline.clients.errors.fatal is None
+    assert pipeline.metrics.swallowed.labels("kafka_fatal")._value.get() == 1
+    assert fake.store.held.offsets == {0: 2}  # the held batch; the batch read with the error: not
+    assert fake.kafka.commits[-1] == {0: 2}

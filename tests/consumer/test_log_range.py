@@ -79,13 +79,13 @@ def test_stored_offset_before_the_log_start_holds_the_partition_until_set_inside
         assert S.applied_offsets(client, keys, topic) == {0: 100}
         assert "before the log start 150" in consumer.pipeline.log_range.held[0]
         metrics = consumer.pipeline.metrics
-        assert not metrics.ready() and metrics.ready_detail["held"] == "0"
+        assert not metrics.ready() and metrics.health.detail("held") == "0"
 
         # The documented recovery when the gap is accepted: store the log start as next offset.
         client.hset(keys.offsets(topic), "0", "150")
         S.wait_applied(client, keys, topic, {0: 200}, 60, alive=consumer.thread.is_alive)
         assert _held(registry, 0) == 0
-        assert metrics.ready_flags["offsets"] and "held" not in metrics.ready_detail
+        assert metrics.health.up("offsets") and metrics.health.detail("held") is None
     finally:
         consumer.stop()
     S.assert_as_replayed(client, keys, events[:100] + events[150:], PARAMS)

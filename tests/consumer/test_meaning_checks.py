@@ -14,7 +14,8 @@ from collections import Counter
 import consumer_support as S
 from confluent_kafka import Producer
 
-from consumer._batch import Accepted, rate_batch
+from consumer._batch import rate_batch
+from consumer._decoding import Accepted
 from consumer.config import Config
 from engine import Params
 from redis_layout import Conflict, Keys
@@ -182,7 +183,7 @@ def test_the_write_refuses_an_id_another_instance_recorded_meanwhile(
     assert plan.event_ids and plan.counted == 1
     client.set(keys.event_id("x1"), b"0123456789abcdef")  # another instance counted x1
     try:
-        store.write(plan, params.cooldown_ms, 3_600_000)
+        store.write(plan)
     except Conflict as exc:
         assert exc.what == "event_id"
     else:
@@ -195,12 +196,16 @@ def test_the_write_refuses_an_id_another_instance_recorded_meanwhile(
 
 
 def test_a_rated_rejection_whose_dead_letter_is_not_delivered_cuts_the_batch_there() -> None:
-    """Pure logic of the writer (no servers): when the dead letter of an event rating left out
-    is not acknowledged, the batch stops at it, like a decode-stage rejection: nothing at or
-    after it is applied and the partition's stored offset becomes that event's."""
+    """The rate step (no servers: the lifecycle on in-memory adapters): when the dead letter of
+    an event rating left out is not acknowledged, the batch stops at it, like a decode-stage
+    rejection: nothing at or after it is applied and the partition's stored offset becomes that
+    event's."""
+    from lifecycle_fakes import fakes
+
     from consumer._batch import View
-    from consumer._dead_letters import Stop
-    from consumer._writer import Batch, Writer
+    from consumer._decoding import Batch
+    from consumer._metrics import Metrics
+    from consumer.pipeline import Pipeline
     from engine import initial_snapshot
 
     keys = Keys("unit")
@@ -208,8 +213,15 @@ def test_a_rated_rejection_whose_dead_letter_is_not_delivered_cuts_the_batch_the
     ts = 1_764_680_400_000
     players = ["a", "b", "bad", "c"]
     pairs = [("a", "b"), ("b", "c"), ("bad", "a"), ("c", "a"), ("a", "bad"), ("c", "b")]
+    metrics = Metrics()
+    made = fakes("kill-events", initial_snapshot(params), metrics)
     accepted = [
-        Accepted(0, offset, kill_event(id=f"u{offset}", arena="x", attacker=p, victim=q, ts=ts))
+        Accepted(
+            0,
+            offset,
+            kill_event(id=f"u{offset}", arena="x", attacker=p, victim=q, ts=ts),
+            made.kafka.append(0, b"x", b"(the bytes dead-lettered)"),
+        )
         for offset, (p, q) in enumerate(pairs)
     ]
     batch = Batch(accepted, {0: len(pairs)}, len(pairs), 0.0, keys)
@@ -222,21 +234,10 @@ def test_a_rated_rejection_whose_dead_letter_is_not_delivered_cuts_the_batch_the
         snapshot=initial_snapshot(params),
         corrupt={"bad": "unreadable"},
     )
-    sent: list[list[int]] = []
-
-    def dead_letter(b: Batch, plan) -> bool:  # type: ignore[no-untyped-def]
-        new = b.drop_rejected(plan)
-        sent.append([a.offset for a in new])
-        if not new:
-            return False
-        b.cut({0: Stop(new[0].offset, "topic_missing", "no topic")})
-        return True
-
-    from types import SimpleNamespace
-
-    store = SimpleNamespace(lateness_ms=3_600_000)  # all rate_on reads of the store
-    writer = Writer(store, None, keys, params, 3_600_000, None, None, dead_letter)  # type: ignore[arg-type]
-    plan = writer.rate_on(batch, view)
-    assert sent == [[2, 4]]  # both rejections were tried; the first was not delivered
+    made.dead_letters.undeliverable = {(0, 2)}  # the first rejection's copy is not taken
+    lifecycle = Pipeline(Config(namespace="unit"), params, metrics, made.clients).lifecycle
+    plan = lifecycle.rate(batch, view)
+    assert made.dead_letters.delivered == [(0, 4, "corrupt_state")]  # both were tried
     assert plan.counted == 2 and not plan.rejected  # offsets 0 and 1 only
     assert plan.offsets == [(0, 2)] and batch.next_offsets == {0: 2}
+    assert 0 in made.kafka.paused  # the partition stops at the undelivered one

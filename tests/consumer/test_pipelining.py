@@ -10,7 +10,8 @@ import pytest
 import redis
 from confluent_kafka import Message
 
-from consumer._batch import Accepted, rate_batch
+from consumer._batch import rate_batch
+from consumer._decoding import Accepted
 from consumer._store import Store
 from consumer.config import Config
 from consumer.pipeline import Pipeline
@@ -90,7 +91,7 @@ def test_a_write_ahead_that_conflicts_is_redone_and_the_batch_behind_rated_again
     theirs = Store(client, keys, "other-topic", params)
     other = Accepted(0, 0, kill_event(id="o1", arena="y", attacker="c", victim="a", ts=now - 5))
     view = theirs.read_view(["c", "a"], [keys.cooldown("c", "a")], [0])
-    theirs.write(rate_batch([other], {0: 1}, view, keys, params), params.cooldown_ms, 3_600_000)
+    theirs.write(rate_batch([other], {0: 1}, view, keys, params))
     # The next batch sends the held write (it conflicts on a's ver) and rates itself on top of it.
     pipeline.process([_message(1, 2, "a", "d", now + 1)])
     assert pipeline.metrics.conflicts._value.get() == 1

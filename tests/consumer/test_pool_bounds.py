@@ -8,7 +8,8 @@ import consumer_support as S
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from consumer._batch import Accepted, View, rate_batch
+from consumer._batch import View, rate_batch
+from consumer._decoding import Accepted
 from consumer.config import Config
 from engine import Params, initial_snapshot
 from redis_layout import Keys

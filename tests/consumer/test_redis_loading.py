@@ -308,7 +308,7 @@ def test_the_relay_acknowledges_entries_in_flight_across_a_loading_restart_once(
         S.wait_until(lambda: _refused_loading(metrics) >= 1, 30, "a LOADING refusal counted")
         time.sleep(HOLD_S)
         assert server.loading() and pumping.is_alive()
-        assert not metrics.ready_flags["redis"]
+        assert not metrics.health.up("redis")
         assert _refused_loading(metrics) <= 1 + HOLD_S / BACKOFF_INITIAL_S
         assert metrics.registry.get_sample_value(
             "adr_errors_swallowed_total", {"where": "redis_relay"}
@@ -319,7 +319,7 @@ def test_the_relay_acknowledges_entries_in_flight_across_a_loading_restart_once(
         S.wait_until(
             lambda: client.xlen(keys.outbox) == 0 and relay.in_flight == 0, 30, "all acknowledged"
         )
-        assert metrics.ready_flags["redis"]
+        assert metrics.health.up("redis")
     finally:
         stop.set()
         pumping.join(30)

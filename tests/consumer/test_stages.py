@@ -8,7 +8,8 @@ import time
 import pytest
 import redis
 
-from consumer._batch import Accepted, rate_batch
+from consumer._batch import rate_batch
+from consumer._decoding import Accepted
 from consumer._stages import (
     DECODE,
     HASH_VALUES,
@@ -65,7 +66,7 @@ def test_rate_batch_charges_the_rating_then_the_hash_values_and_computes_the_sam
     assert recorder.calls == ["start", RATE, "start", HASH_VALUES]
     assert timed == rate_batch(batch, {0: 4}, view, keys, params)
     recorder.calls.clear()
-    store.write(timed, params.cooldown_ms, 3_600_000)
+    store.write(timed)
     assert recorder.calls == ["start", WRITE_ARGUMENTS]
     assert client.hget(keys.offsets(TOPIC), "0") == b"4"
     client.close()

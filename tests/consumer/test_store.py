@@ -12,8 +12,9 @@ import redis
 from hypothesis import given
 from hypothesis import strategies as st
 
-from consumer._batch import Accepted, rate_batch
+from consumer._batch import rate_batch
 from consumer._cache import StateCache
+from consumer._decoding import Accepted
 from consumer._store import Store, read_player_command
 from engine import Params, RatingBook, initial_snapshot
 from redis_layout import Conflict, Keys
@@ -39,7 +40,7 @@ def _apply(store: Store, keys: Keys, params: Params, batch: list[Accepted]) -> N
         view = store.read_view(players, pairs, list(ends))
         plan = rate_batch(batch, ends, view, keys, params)
         try:
-            store.write(plan, params.cooldown_ms, 3_600_000)
+            store.write(plan)
             return
         except Conflict:
             continue
@@ -69,7 +70,7 @@ def test_a_player_changed_by_another_instance_is_detected_and_the_batch_redone(p
     # Meanwhile another instance (another partition, shared player a) applies a→c.
     _apply(theirs, keys, params, [_event(2, "a", "c", now + 1, partition=1, offset=0)])
     with pytest.raises(Conflict) as caught:
-        mine.write(plan, params.cooldown_ms, 3_600_000)
+        mine.write(plan)
     assert caught.value.what == "player"
     assert client.hget(keys.offsets(TOPIC), "0") is None  # nothing of the batch was written
     _apply(mine, keys, params, batch)
@@ -90,7 +91,7 @@ def test_the_same_pair_counted_by_two_instances_counts_once(pool) -> None:
     # Another instance counts a→b 5 s later from another partition (same pair, other arena).
     _apply(theirs, keys, params, [_event(2, "a", "b", now + 5_000, partition=1)])
     with pytest.raises(Conflict):
-        mine.write(plan, params.cooldown_ms, 3_600_000)
+        mine.write(plan)
     _apply(mine, keys, params, [_event(1, "a", "b", now)])  # now a duplicate (§2.1)
     assert int(client.hget(keys.player("a"), "n")) == 1
     assert int(client.hget(keys.offsets(TOPIC), "0")) == 1  # but its offset moved on
@@ -107,11 +108,11 @@ def test_a_zombie_instance_cannot_apply_a_partition_twice(pool) -> None:
     plan = rate_batch(batch, {0: 3}, view, keys, params)
     _apply(owner, keys, params, batch)  # the new owner after a rebalance
     with pytest.raises(Conflict):
-        zombie.write(plan, params.cooldown_ms, 3_600_000)
+        zombie.write(plan)
     view = zombie.read_view(players, pairs, [0])
     redo = rate_batch(batch, {0: 3}, view, keys, params)
     assert redo.already_applied == 3 and redo.counted == 0 and not redo.outbox
-    zombie.write(redo, params.cooldown_ms, 3_600_000)
+    zombie.write(redo)
     assert int(client.hget(keys.player("a"), "n")) == 3
     assert client.xlen(keys.outbox) == 1  # one batch's rating changes, once
 
@@ -122,7 +123,7 @@ def test_a_stale_cached_player_costs_a_conflict_never_an_update(pool) -> None:
     first = [_event(1, "a", "b", now, offset=0)]
     view = mine.read_view(["a", "b"], [keys.cooldown("a", "b")], [0])
     plan = rate_batch(first, {0: 1}, view, keys, params)
-    mine.write(plan, params.cooldown_ms, 3_600_000)
+    mine.write(plan)
     cache = StateCache(10)
     cache.store(plan.states)  # what Pipeline keeps after a successful write
     assert {p: ver for p, (_s, ver) in cache.entries.items()} == {"a": 1, "b": 1}
@@ -133,10 +134,10 @@ def test_a_stale_cached_player_costs_a_conflict_never_an_update(pool) -> None:
     view = mine.read_view(["a", "d"], pairs, [0], cache.entries)
     assert view.players["a"] == cache.entries["a"]  # not read: taken from the cache
     with pytest.raises(Conflict):
-        mine.write(rate_batch(second, {0: 2}, view, keys, params), params.cooldown_ms, 3_600_000)
+        mine.write(rate_batch(second, {0: 2}, view, keys, params))
     cache.forget(["a", "d"])
     view = mine.read_view(["a", "d"], pairs, [0], cache.entries)
-    mine.write(rate_batch(second, {0: 2}, view, keys, params), params.cooldown_ms, 3_600_000)
+    mine.write(rate_batch(second, {0: 2}, view, keys, params))
     book = RatingBook(params, fixed_snapshot=initial_snapshot(params))
     for e in (first[0], _event(2, "a", "c", now + 1), second[0]):
         book.apply(e.event.id, e.event.attacker, e.event.victim, e.event.ts)
@@ -156,7 +157,7 @@ def test_ranks_and_activity_follow_the_written_hashes(pool) -> None:
     players = ["a", "v0", "v1", "v2"]
     view = mine.read_view(players, [keys.cooldown("a", f"v{i}") for i in range(3)], [0])
     plan = rate_batch(batch, {0: 3}, view, keys, params)
-    mine.write(plan, params.cooldown_ms, 3_600_000)
+    mine.write(plan)
     a = client.hgetall(keys.player("a"))
     assert a[b"tier"] != b""  # placed after n_min events
     assert client.zscore(keys.lb, "a") == float(a[b"mu"])

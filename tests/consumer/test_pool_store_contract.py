@@ -1,0 +1,220 @@
+"""One contract for every pool store (consumer/_ports.py, `PoolStore`), run against the in-memory
+store (consumer/_memory_store.py) and the Lua store (consumer/_store.py) on a real redis-server:
+what a view shows, what a write leaves, and which concurrent change makes a write a Conflict that
+writes nothing. The lifecycle's unit tests run on the in-memory store; this suite is what lets
+them stand for the Lua one."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import msgspec
+import pytest
+import redis
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from consumer._batch import Plan, View, rate_batch
+from consumer._decoding import Accepted, batch_reads
+from consumer._memory_store import MemoryStore
+from consumer._ports import PoolStore
+from consumer._store import Store
+from engine import Params, initial_snapshot, new_player, sigma_units
+from redis_layout import Conflict, Keys
+from schemas import kill_event
+
+TOPIC = "kill-events"
+PARAMS = Params()
+NOW = time.time_ns() // 1_000_000 - 600_000
+
+
+@dataclass
+class Pool:
+    """A store under test, with what the port does not show: the outbox, and a second writer."""
+
+    store: PoolStore
+    keys: Keys
+    outbox: Callable[[], list[list[tuple[str, bytes]]]]
+    other: PoolStore
+    """Another instance's store on the same pool (its writes are the concurrent changes)."""
+
+
+@pytest.fixture(params=["memory", pytest.param("lua", marks=pytest.mark.integration)])
+def pool(request: pytest.FixtureRequest) -> Iterator[Pool]:
+    keys = Keys(f"contract-{time.time_ns()}")
+    if request.param == "memory":
+        mine = MemoryStore(initial_snapshot(PARAMS))
+        yield Pool(mine, keys, lambda: mine.held.outbox, mine)
+        return
+    client = redis.Redis.from_url(request.getfixturevalue("redis_url"))
+    decode = msgspec.msgpack.Decoder(list[tuple[str, bytes]])
+
+    def outbox() -> list[list[tuple[str, bytes]]]:
+        return [decode.decode(fields[b"m"]) for _id, fields in client.xrange(keys.outbox)]
+
+    yield Pool(Store(client, keys, TOPIC, PARAMS), keys, outbox, Store(client, keys, TOPIC, PARAMS))
+    client.close()
+
+
+def _events(*kills: tuple[str, str], partition: int = 0, first: int = 0) -> list[Accepted]:
+    out = []
+    for i, (a, b) in enumerate(kills, first):
+        ts = NOW + i * 90_000
+        event = kill_event(id=f"e{partition}-{i}", arena="x", attacker=a, victim=b, ts=ts)
+        out.append(Accepted(partition, i, event))
+    return out
+
+
+def _read(store: PoolStore, keys: Keys, events: list[Accepted]) -> View:
+    players, pairs, ids = batch_reads(events, keys)
+    return store.read_view(players, pairs, sorted({e.partition for e in events}), ids=ids)
+
+
+def _plan(store: PoolStore, keys: Keys, events: list[Accepted]) -> Plan:
+    offsets = {e.partition: e.offset + 1 for e in events}
+    return rate_batch(events, offsets, _read(store, keys, events), keys, PARAMS)
+
+
+def test_a_fresh_pool_shows_nothing_stored(pool: Pool) -> None:
+    events = _events(("a", "b"))
+    view = _read(pool.store, pool.keys, events)
+    assert view.players == {"a": (None, 0), "b": (None, 0)}
+    assert view.cooldowns == {pool.keys.cooldown("a", "b"): None}
+    assert view.event_ids == {pool.keys.event_id("e0-0"): None}
+    assert (view.sigma_units_total, view.player_count, view.epoch) == (0, 0, 0)
+    assert view.offsets == {0: None} and view.watermarks == {0: None}
+    assert view.snapshot == initial_snapshot(PARAMS) and view.corrupt == {}
+    assert pool.store.read_offsets([0, 1]) == {0: None, 1: None}
+
+
+def test_a_write_leaves_what_the_plan_says(pool: Pool) -> None:
+    events = _events(("a", "b"), ("b", "c"), ("a", "b"))
+    plan = _plan(pool.store, pool.keys, events)
+    assert plan.counted == 3 and plan.outbox
+    pool.store.write(plan)
+    view = _read(pool.store, pool.keys, events)
+    assert view.players == dict(plan.states.items())
+    assert view.player_count == plan.player_count == 3
+    expected_units = sum(sigma_units(s.sigma, PARAMS) for s, _ver in plan.states.values())
+    assert view.sigma_units_total == expected_units
+    assert view.offsets == {0: 3} and pool.store.read_offsets([0]) == {0: 3}
+    assert view.watermarks == {0: events[-1].event.ts}
+    assert view.cooldowns == dict(plan.cooldowns)
+    assert view.event_ids == {key: digest for key, digest, _ts in plan.event_ids}
+    assert pool.outbox() == [list(plan.outbox)]
+    again = _plan(pool.store, pool.keys, events)  # the same batch again: already applied
+    assert (again.counted, again.already_applied, again.players) == (0, 3, [])
+
+
+def test_a_write_sent_behind_a_read_runs_after_it(pool: Pool) -> None:
+    first = _events(("a", "b"))
+    plan = _plan(pool.store, pool.keys, first)
+    second = _events(("a", "c"), first=1)
+    players, pairs, ids = batch_reads(second, pool.keys)
+    view, write = pool.store.read_view_then_write(players, pairs, [0], None, plan, ids)
+    assert view.players["a"] == (None, 0) and view.offsets == {0: None}  # before the write
+    write.result()
+    after = _read(pool.store, pool.keys, second)
+    assert after.players["a"] == plan.states["a"] and after.offsets == {0: 1}
+
+
+def test_cached_players_are_taken_from_the_cache(pool: Pool) -> None:
+    stale = (new_player(PARAMS), 41)
+    events = _events(("a", "b"))
+    players, pairs, ids = batch_reads(events, pool.keys)
+    view = pool.store.read_view(players, pairs, [0], {"a": stale}, ids)
+    assert view.players == {"a": stale, "b": (None, 0)}
+
+
+@pytest.mark.parametrize(
+    "change, what",
+    [("player", "player"), ("offset", "offset"), ("epoch", "epoch"), ("event_id", "event_id")],
+)
+def test_a_concurrent_change_is_a_conflict_and_nothing_is_written(
+    pool: Pool, change: str, what: str
+) -> None:
+    """Another instance writes between this one's read and its write: the write refuses (the
+    Conflict names what moved) and writes nothing; a plan rated on a fresh read then applies."""
+    mine = _events(("a", "b"), ("c", "d"), first=1)
+    plan = _plan(pool.store, pool.keys, mine)
+    if change == "player":  # another partition's batch rates `a`
+        pool.other.write(_plan(pool.other, pool.keys, _events(("a", "e"), partition=1)))
+    elif change == "offset":  # another instance applied this partition's event before mine
+        pool.other.write(_plan(pool.other, pool.keys, _events(("x", "y"))))
+    elif change == "epoch":
+        assert pool.other.raise_epoch(5) == 5
+    else:  # the same event id counted on another partition, by other players
+        reused = Accepted(1, 0, msgspec.structs.replace(mine[1].event, attacker="x", victim="y"))
+        pool.other.write(_plan(pool.other, pool.keys, [reused]))
+    before = pool.outbox()
+    with pytest.raises(Conflict) as caught:
+        pool.store.write(plan)
+    assert caught.value.what == what
+    assert pool.outbox() == before
+    assert _read(pool.store, pool.keys, mine).players["c"] == (None, 0)
+    pool.store.write(_plan(pool.store, pool.keys, mine))  # a redo on a fresh read applies
+    assert pool.store.read_offsets([0]) == {0: 3}
+
+
+def test_raising_the_epoch_goes_above_the_stored_one_and_the_least_asked(pool: Pool) -> None:
+    assert pool.store.raise_epoch(0) == 1
+    assert pool.store.raise_epoch(0) == 2
+    assert pool.store.raise_epoch(10**12) == 10**12
+    assert _read(pool.store, pool.keys, _events(("a", "b"))).epoch == 10**12
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    kills=st.lists(
+        st.tuples(st.sampled_from("abcde"), st.sampled_from("abcde"), st.integers(0, 200)),
+        min_size=1,
+        max_size=30,
+    ),
+    cuts=st.sets(st.integers(1, 29), max_size=4),
+)
+def test_the_memory_and_lua_stores_end_alike_on_any_stream(
+    redis_url: str, kills: list[tuple[str, str, int]], cuts: set[int]
+) -> None:
+    """Any stream of kills (repeats inside the cooldown included; self-kills left out, the
+    decoder refuses them), cut into any batches, each read, rated and written: the two stores
+    then show the same view and hold the same outbox."""
+    events = []
+    ts = NOW
+    for i, (a, b, gap_s) in enumerate(k for k in kills if k[0] != k[1]):
+        ts += gap_s * 1000
+        events.append(
+            Accepted(0, i, kill_event(id=f"p{i}", arena="x", attacker=a, victim=b, ts=ts))
+        )
+    if not events:
+        return
+    keys = Keys(f"contract-{time.time_ns()}")
+    client = redis.Redis.from_url(redis_url)
+    stores: list[tuple[PoolStore, Callable[[], list[list[tuple[str, bytes]]]]]] = []
+    memory = MemoryStore(initial_snapshot(PARAMS))
+    stores.append((memory, lambda: memory.held.outbox))
+    decode = msgspec.msgpack.Decoder(list[tuple[str, bytes]])
+    stores.append(
+        (
+            Store(client, keys, TOPIC, PARAMS),
+            lambda: [decode.decode(f[b"m"]) for _id, f in client.xrange(keys.outbox)],
+        )
+    )
+    bounds = [0, *sorted(c for c in cuts if c < len(events)), len(events)]
+    ends = []
+    for store, outbox in stores:
+        for lo, hi in itertools.pairwise(bounds):
+            if hi > lo:
+                store.write(_plan(store, keys, events[lo:hi]))
+        view = _read(store, keys, events)
+        ends.append((view, outbox()))
+    client.close()
+    (mine, mine_out), (lua, lua_out) = ends
+    assert mine_out == lua_out
+    for field in ("players", "cooldowns", "event_ids", "offsets", "watermarks", "epoch"):
+        assert getattr(mine, field) == getattr(lua, field), field
+    assert (mine.sigma_units_total, mine.player_count) == (lua.sigma_units_total, lua.player_count)
