@@ -70,13 +70,20 @@ def produce(bootstrap: str, topic: str, items: Iterable[tuple[bytes, bytes]]) ->
     producer = Producer(
         {"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True}
     )
+    failed: list[str] = []
+
+    def report(err, _msg) -> None:
+        if err is not None:
+            failed.append(str(err))
+
     n = 0
     for key, value in items:
-        produce_waiting(producer, topic, value, key)
+        produce_waiting(producer, topic, value, key, on_delivery=report)
         n += 1
         if n % 10_000 == 0:
             producer.poll(0)
     assert producer.flush(60) == 0
+    assert not failed, f"{len(failed)} events not delivered, e.g. {failed[0]}"  # none lost unseen
     return n
 
 
