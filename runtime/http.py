@@ -1,15 +1,61 @@
 """The probe and metrics endpoints every long-running process serves: /metrics (Prometheus),
-/healthz (the main loop is alive) and /readyz (it can do its work, with the reasons when not)."""
+/healthz (the main loop is alive) and /readyz (it can do its work, with the reasons when not).
+
+A client that goes away before its answer is written (a scraper's timeout, a probe killed, a
+load balancer's health check closing early) is not an error of the process: it is counted in
+`adr_probe_disconnects_total` and logged at debug level, never printed as a traceback. Anything
+else that fails while serving a request is one JSON log line at error level, with the traceback
+inside it (runtime/logs.py), and the server goes on.
+"""
 
 from __future__ import annotations
 
+import logging
+import socket
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Final, cast
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 
 from runtime._errors import ProbeServerError
+
+log = logging.getLogger("adr.http")
+DISCONNECTS: Final = "adr_probe_disconnects"
+
+
+def _disconnects(registry: CollectorRegistry) -> Counter:
+    """The registry's counter of clients gone before their answer (one per registry, however
+    many servers serve it)."""
+    try:
+        return Counter(
+            DISCONNECTS,
+            "probe and metrics requests whose client closed the connection before the answer "
+            "was written",
+            registry=registry,
+        )
+    except ValueError:  # registered by an earlier server on the same registry
+        return cast(Counter, registry._names_to_collectors[DISCONNECTS])
+
+
+class _ProbeServer(ThreadingHTTPServer):
+    daemon_threads = True
+    disconnects: Counter
+
+    def handle_error(self, request: socket.socket | tuple[bytes, Any], client_address: Any) -> None:
+        """socketserver prints a traceback to stderr here; a client gone early is counted and
+        logged at debug level instead, anything else logged as one JSON line."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError):  # BrokenPipe, ConnectionReset, ConnectionAborted
+            self.disconnects.inc()
+            log.debug(
+                "probe client closed the connection early",
+                extra={"client": str(client_address[0]), "error": type(exc).__name__},
+            )
+            return
+        log.error("serving a probe request failed", exc_info=True)
 
 
 def serve_probes(
@@ -46,10 +92,11 @@ def serve_probes(
         def log_message(self, format: str, *args: object) -> None:
             pass  # scrapes every few seconds would flood the JSON log
 
+    disconnects = _disconnects(registry)
     try:
-        server = ThreadingHTTPServer((host, port), Handler)
+        server = _ProbeServer((host, port), Handler)
     except OSError as exc:  # e.g. EADDRINUSE: a clear error and exit code, not a traceback
         raise ProbeServerError(f"cannot serve /metrics on {host}:{port}: {exc}") from None
-    server.daemon_threads = True
+    server.disconnects = disconnects
     threading.Thread(target=server.serve_forever, name="probes", daemon=True).start()
     return server
