@@ -16,6 +16,8 @@ from prometheus_client import (
     Histogram,
 )
 
+from consumer._degraded import Degraded
+from consumer._log_summary import Summaries
 from runtime.http import serve_probes
 
 _LATENCY_BUCKETS: Final = (
@@ -134,16 +136,41 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.produce_failures = Counter(
+            "adr_produce_failures",
+            "messages the broker or the producer refused, or failed to deliver, by topic and "
+            "cause (consumer/_kafka_faults.py): rating changes and dead letters",
+            ["topic", "cause"],
+            registry=r,
+        )
+        self.consume_failures = Counter(
+            "adr_consume_failures",
+            "errors reading the kill-event topic or its group, by cause",
+            ["topic", "cause"],
+            registry=r,
+        )
+        self.kafka_degraded = Gauge(
+            "adr_kafka_degraded",
+            "1 while a Kafka path (kill_events, rating_changes, dead_letters) is degraded by the "
+            "cause, 0 once it works again",
+            ["path", "topic", "cause"],
+            registry=r,
+        )
         self.last_tick = time.monotonic()
         self.ready_flags: dict[str, bool] = {
             "assigned": False,
             "redis": False,
             "broker": False,
+            "consume": True,
             "dead_letters": True,
             "offsets": True,
         }
         self.ready_detail: dict[str, str] = {}
         """Why not ready, beyond the flags (e.g. `stopped` partitions), shown by /readyz."""
+        self.logs = Summaries()
+        """Rate-limited summary lines (dead letters, late events, Kafka refusals)."""
+        self.degraded = Degraded(self)
+        """The degraded Kafka paths (consumer/_degraded.py)."""
 
     def tick(self) -> None:
         self.last_tick = time.monotonic()
