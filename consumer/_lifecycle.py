@@ -36,8 +36,10 @@ from consumer._clients import Clients
 from consumer._collector import Collector
 from consumer._dead_letters import Stop
 from consumer._decoding import decode_messages, next_offsets
+from consumer._degraded import KILL_EVENTS
 from consumer._errors import CorruptState, RedisBehind
 from consumer._kafka import is_fatal
+from consumer._kafka_faults import classify
 from consumer._log_range import LogRange
 from consumer._metrics import Metrics, observe_ages
 from consumer._partitions import Partitions, commit_at
@@ -278,17 +280,19 @@ class Lifecycle:
             else:
                 if is_fatal(err):
                     self._clients.errors.fatal = True
-                elif (
-                    err.code() == KafkaError._AUTO_OFFSET_RESET
-                    and m.partition() is not None
-                    and m.partition() not in self._log_range.held
-                ):
-                    # the position fell outside the log while reading (retention, truncation)
-                    self._log_range.hold(self._clients.kafka, cast(int, m.partition()), str(err))
+                elif err.code() == KafkaError._AUTO_OFFSET_RESET:
+                    partition = m.partition()
+                    if partition is not None and partition not in self._log_range.held:
+                        # the position fell outside the log while reading (retention, truncation)
+                        self._log_range.hold(self._clients.kafka, partition, str(err))
+                else:  # one summary line per cause, the metric, /readyz (consumer/_degraded.py)
+                    self._metrics.degraded.failed(
+                        KILL_EVENTS, self._config.topic, classify(err), sample=_where(m)
+                    )
                 self._metrics.swallowed.labels("kafka_consume").inc()
-                log.warning("kafka consume error", extra={"error": str(err)})
         if good:
             self._metrics.ready_flags["broker"] = True
+            self._metrics.degraded.recovered(KILL_EVENTS, self._config.topic)
         return good
 
     def _decode(self, messages: list[Message]) -> tuple[list[Accepted], list[tuple[Message, str]]]:
@@ -319,6 +323,7 @@ class Lifecycle:
         stops = self._clients.dead_letters.send(
             [(cast(Message, a.message), reasons[a.partition, a.offset]) for a in new],
             self._metrics.tick,
+            {(a.partition, a.offset): a.event.id for a in new},
         )
         if not stops:
             return False
@@ -333,6 +338,7 @@ class Lifecycle:
         m.counted.inc(plan.counted)
         m.duplicate.inc(plan.duplicates)
         m.late.inc(plan.late)
+        m.logs.late.add(plan.late, plan.late_sample)
         m.batch_size.observe(size)
         m.batch_duration.observe(time.perf_counter() - started)
         m.pool_players.set(plan.player_count)
@@ -351,6 +357,11 @@ def _lay_over(view: View, plan: Plan) -> None:
     view.watermarks.update(plan.watermarks)
     view.player_count += plan.count_delta
     view.sigma_units_total += (plan.sigma_hi_delta << 32) + plan.sigma_lo_delta
+
+
+def _where(m: Message) -> str:
+    """topic/partition@offset of a consume error (the fields it has)."""
+    return f"{m.topic()}/{m.partition()}@{m.offset()}"
 
 
 def _stopped(stops: dict[int, Stop], partition: int | None, offset: int | None) -> bool:

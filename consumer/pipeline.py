@@ -24,6 +24,7 @@ from confluent_kafka import Consumer, Message, Producer, TopicPartition
 from consumer._blocked import Blocked
 from consumer._clients import Clients
 from consumer._collector import Collector
+from consumer._degraded import KILL_EVENTS
 from consumer._errors import StopRequested
 from consumer._lifecycle import Lifecycle
 from consumer._log_range import LogRange
@@ -175,6 +176,7 @@ class Pipeline:
             self.flush()
             self.partitions.assign_stored(self.kafka, sorted(self.assigned))
         self.partitions.report_lag()
+        self.metrics.logs.flush()  # the summary lines due (consumer/_log_summary.py)
         try:
             self.metrics.outbox_backlog.set(self.clients.relay.backlog())
         except redis.RedisError:
@@ -197,6 +199,7 @@ class Pipeline:
             _stopped_waiting(exc)
             return
         self.metrics.rebalances.inc()
+        self.metrics.degraded.recovered(KILL_EVENTS, self.config.topic)  # the group admits it
         self.metrics.ready_flags["assigned"] = True
         self.metrics.ready_flags["broker"] = True
 
