@@ -35,7 +35,7 @@ RATING_CHANGES: Final = "rating_changes"
 DEAD_LETTERS: Final = "dead_letters"
 PATHS: Final = (KILL_EVENTS, RATING_CHANGES, DEAD_LETTERS)
 _NOT_READY_WHILE: Final = frozenset((KILL_EVENTS,))
-log = logging.getLogger("adr.consumer.kafka")
+log = logging.getLogger("adr.consumer")  # not .kafka: its RepeatThrottle holds lines back
 
 
 class Degraded:

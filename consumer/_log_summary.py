@@ -101,12 +101,9 @@ class Summaries:
         """Per `reason`: copies the broker acknowledged."""
         self.late = LogSummary(consumer, "late events counted, not rated", logging.INFO, interval_s)
         """Per partition: events older than the partition's watermark minus the lateness."""
-        self.kafka = LogSummary(
-            logging.getLogger("adr.consumer.kafka"),
-            "kafka path degraded",
-            logging.WARNING,
-            interval_s,
-        )
+        # Not adr.consumer.kafka: that logger's RepeatThrottle (runtime/logs.py) would hold back
+        # a summary of another topic with the same error code.
+        self.kafka = LogSummary(consumer, "kafka path degraded", logging.WARNING, interval_s)
         """Per (path, topic, cause): refusals of the broker or the client
         (consumer/_kafka_faults.py)."""
 

@@ -12,13 +12,16 @@ per message.
 
 from __future__ import annotations
 
+import argparse
 import logging
-import threading
 import time
 from collections.abc import Iterator
 
 import consumer_support as S
+import msgspec
 import pytest
+import redis
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import (
     AclBinding,
     AclBindingFilter,
@@ -30,8 +33,13 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from consumer._degraded import RATING_CHANGES
+from consumer._errors import KafkaUnrecoverable
+from consumer._metrics import Metrics
+from consumer._relay import Relay
 from consumer.config import Config
 from engine import Params
+from redis_layout import Keys
 from schemas import decode_rating_change
 from stack import KafkaBroker
 
@@ -50,40 +58,10 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     kafka.stop()
 
 
-class Lines(logging.Handler):
-    """The log records of the consumer's loggers, kept for the test to read."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.DEBUG)
-        self.records: list[logging.LogRecord] = []
-        self._lock2 = threading.Lock()
-
-    def emit(self, record: logging.LogRecord) -> None:
-        with self._lock2:
-            self.records.append(record)
-
-    def about(self, message: str, **fields: str) -> list[logging.LogRecord]:
-        with self._lock2:
-            return [
-                r
-                for r in self.records
-                if r.getMessage() == message
-                and all(getattr(r, k, None) == v for k, v in fields.items())
-            ]
-
-
 @pytest.fixture
-def lines() -> Iterator[Lines]:
-    handler = Lines()
-    logger = logging.getLogger("adr.consumer")
-    level = logger.level
-    logger.addHandler(handler)
-    logger.setLevel(logging.DEBUG)
-    try:
-        yield handler
-    finally:
-        logger.removeHandler(handler)
-        logger.setLevel(level)
+def lines() -> Iterator[S.LogLines]:
+    with S.capture_logs() as captured:
+        yield captured
 
 
 def _create(admin: AdminClient, names: list[str]) -> None:
@@ -237,12 +215,12 @@ class Run:
         self.client.close()
 
 
-def _summary_lines(lines: Lines, path: str, topic: str, cause: str) -> list[logging.LogRecord]:
+def _summary_lines(lines: S.LogLines, path: str, topic: str, cause: str) -> list[logging.LogRecord]:
     return lines.about("kafka path degraded", path=path, topic=topic, cause=cause)
 
 
 def test_a_denied_rating_topic_keeps_rating_and_sends_every_change_once_allowed(
-    broker: str, redis_url: str, unique_name, lines: Lines
+    broker: str, redis_url: str, unique_name, lines: S.LogLines
 ) -> None:
     run = Run(broker, redis_url, unique_name, 3_000, seed=301)
     try:
@@ -273,7 +251,7 @@ def test_a_denied_rating_topic_keeps_rating_and_sends_every_change_once_allowed(
 
 
 def test_a_deleted_rating_topic_keeps_rating_and_sends_every_change_once_recreated(
-    broker: str, redis_url: str, unique_name, lines: Lines
+    broker: str, redis_url: str, unique_name, lines: S.LogLines
 ) -> None:
     run = Run(broker, redis_url, unique_name, 3_000, seed=302)
     try:
@@ -307,6 +285,7 @@ def test_a_deleted_rating_topic_keeps_rating_and_sends_every_change_once_recreat
         said = _summary_lines(lines, "rating_changes", run.ratings, "topic_missing")
         assert 1 <= len(said) <= 4, [r.__dict__ for r in said]
         assert not lines.about("rating change not delivered")  # the old per-message line
+        assert lines.about("kafka path back", path="rating_changes", topic=run.ratings)
     finally:
         run.stop()
 
@@ -320,7 +299,7 @@ def _wait_not_ready(run: Run, path: str, topic: str, cause: str) -> None:
 
 
 def test_a_denied_kill_topic_is_not_ready_and_resumes_once_allowed(
-    broker: str, redis_url: str, unique_name, lines: Lines
+    broker: str, redis_url: str, unique_name, lines: S.LogLines
 ) -> None:
     run = Run(broker, redis_url, unique_name, 2_000, seed=303)
     try:
@@ -357,7 +336,7 @@ def _deny_group(admin: AdminClient, group: str, deny: bool) -> None:
 
 
 def test_a_denied_group_is_not_ready_and_joins_once_allowed(
-    broker: str, redis_url: str, unique_name, lines: Lines
+    broker: str, redis_url: str, unique_name, lines: S.LogLines
 ) -> None:
     group = unique_name("g")
     admin = AdminClient({"bootstrap.servers": broker})
@@ -378,7 +357,7 @@ def test_a_denied_group_is_not_ready_and_joins_once_allowed(
 
 
 def test_a_missing_kill_topic_is_not_ready_and_rates_once_created(
-    broker: str, redis_url: str, unique_name, lines: Lines
+    broker: str, redis_url: str, unique_name, lines: S.LogLines
 ) -> None:
     run = Run(broker, redis_url, unique_name, 1_000, seed=305, create_kill_topic=False)
     try:
@@ -391,3 +370,67 @@ def test_a_missing_kill_topic_is_not_ready_and_rates_once_created(
         run.assert_every_change_delivered()
     finally:
         run.stop()
+
+
+class _RefusingProducer:
+    """A producer whose every produce() raises `code` (what librdkafka raises when the broker
+    does not support a request the client needs): a stand-in, as no local broker refuses so."""
+
+    def __init__(self, code: int) -> None:
+        self.code = code
+
+    def produce(self, *_args: object, **_kwargs: object) -> None:
+        raise KafkaException(KafkaError(self.code))
+
+    def poll(self, _timeout: float = 0) -> int:
+        return 0
+
+    def __len__(self) -> int:
+        return 0
+
+
+def test_what_no_retry_can_change_exits_3_with_the_cause(
+    redis_url: str, unique_name, monkeypatch: pytest.MonkeyPatch, lines: S.LogLines
+) -> None:
+    """The relay raises KafkaUnrecoverable for an EXIT fault (here UNSUPPORTED_VERSION), and
+    `adr consume` turns it into exit status 3 with one error line naming it; a topic refusal
+    (TOPIC_AUTHORIZATION_FAILED) in the same place waits instead."""
+    client = redis.Redis.from_url(redis_url)
+    keys = Keys(unique_name("ns"))
+    client.xadd(keys.outbox, {"m": msgspec.msgpack.encode([("p1", b"change")])})
+    config = Config(rating_topic="ratings", instance_id="r1", backoff_initial_s=0.01)
+    unsupported = Relay(
+        client, _RefusingProducer(KafkaError.UNSUPPORTED_VERSION), keys, config, Metrics()
+    )
+    with pytest.raises(KafkaUnrecoverable, match="UNSUPPORTED_VERSION") as caught:
+        unsupported.pump()
+    assert caught.value.fault.cause.value == "unsupported"
+    metrics = Metrics()
+    denied = Relay(
+        client, _RefusingProducer(KafkaError.TOPIC_AUTHORIZATION_FAILED), keys, config, metrics
+    )
+    denied.use_producer(denied._producer)  # forget the entry the first relay took
+    client.xgroup_destroy(keys.outbox, "relay")
+    for _ in range(3):
+        denied.pump()  # waits: no exception
+    assert metrics.degraded.cause(RATING_CHANGES, "ratings") == "not_authorized"
+    assert client.xlen(keys.outbox) == 1  # the change waits in the outbox
+    client.close()
+
+    class _Pipeline:
+        def __init__(self, *_args: object) -> None:
+            pass
+
+        def run(self) -> None:
+            raise caught.value
+
+    monkeypatch.setattr("consumer.pipeline.Pipeline", _Pipeline)
+    from consumer import cli
+
+    args = argparse.ArgumentParser()
+    cli.add_arguments(args)
+    assert cli.run(args.parse_args([])) == cli.EXIT_KAFKA == 3
+    said = lines.about("kafka refuses what this process cannot change, exiting")
+    assert [(r.cause, r.code, r.exit_code) for r in said] == [
+        ("unsupported", "UNSUPPORTED_VERSION", 3)
+    ]
