@@ -18,7 +18,7 @@ from prometheus_client import (
 
 from consumer._degraded import Degraded
 from consumer._log_summary import Summaries
-from runtime.http import serve_probes
+from runtime.http import DISCONNECTS_HELP, serve_probes
 
 _LATENCY_BUCKETS: Final = (
     0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0,
@@ -156,6 +156,7 @@ class Metrics:
             ["path", "topic", "cause"],
             registry=r,
         )
+        self.probe_disconnects = Counter("adr_probe_disconnects", DISCONNECTS_HELP, registry=r)
         self.last_tick = time.monotonic()
         self.ready_flags: dict[str, bool] = {
             "assigned": False,
@@ -254,4 +255,6 @@ def serve(metrics: Metrics, host: str, port: int) -> ThreadingHTTPServer:
         )
         return metrics.ready(), detail
 
-    return serve_probes(metrics.registry, host, port, metrics.healthy, ready)
+    return serve_probes(
+        metrics.registry, host, port, metrics.healthy, ready, metrics.probe_disconnects.inc
+    )

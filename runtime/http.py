@@ -2,8 +2,9 @@
 /healthz (the main loop is alive) and /readyz (it can do its work, with the reasons when not).
 
 A client that goes away before its answer is written (a scraper's timeout, a probe killed, a
-load balancer's health check closing early) is not an error of the process: it is counted in
-`adr_probe_disconnects_total` and logged at debug level, never printed as a traceback. Anything
+load balancer's health check closing early) is not an error of the process: it is counted (the
+caller's `on_disconnect`: `adr_probe_disconnects_total` of the consumer and the tier job) and
+logged at debug level, never printed as a traceback. Anything
 else that fails while serving a request is one JSON log line at error level, with the traceback
 inside it (runtime/logs.py), and the server goes on.
 """
@@ -16,40 +17,33 @@ import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Final, cast
+from typing import Any, Final
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from runtime._errors import ProbeServerError
 
 log = logging.getLogger("adr.http")
-DISCONNECTS: Final = "adr_probe_disconnects"
+DISCONNECTS_HELP: Final = (
+    "probe and metrics requests whose client closed the connection before the answer was written"
+)
+"""The help text of each process's `adr_probe_disconnects` counter."""
 
 
-def _disconnects(registry: CollectorRegistry) -> Counter:
-    """The registry's counter of clients gone before their answer (one per registry, however
-    many servers serve it)."""
-    try:
-        return Counter(
-            DISCONNECTS,
-            "probe and metrics requests whose client closed the connection before the answer "
-            "was written",
-            registry=registry,
-        )
-    except ValueError:  # registered by an earlier server on the same registry
-        return cast(Counter, registry._names_to_collectors[DISCONNECTS])
+def _nothing() -> None:
+    pass
 
 
 class _ProbeServer(ThreadingHTTPServer):
     daemon_threads = True
-    disconnects: Counter
+    on_disconnect: Callable[[], None] = staticmethod(_nothing)
 
     def handle_error(self, request: socket.socket | tuple[bytes, Any], client_address: Any) -> None:
         """socketserver prints a traceback to stderr here; a client gone early is counted and
         logged at debug level instead, anything else logged as one JSON line."""
         exc = sys.exc_info()[1]
         if isinstance(exc, ConnectionError):  # BrokenPipe, ConnectionReset, ConnectionAborted
-            self.disconnects.inc()
+            self.on_disconnect()
             log.debug(
                 "probe client closed the connection early",
                 extra={"client": str(client_address[0]), "error": type(exc).__name__},
@@ -64,9 +58,11 @@ def serve_probes(
     port: int,
     healthy: Callable[[], bool],
     ready: Callable[[], tuple[bool, str]],
+    on_disconnect: Callable[[], None] = _nothing,
 ) -> ThreadingHTTPServer:
     """Serve the three endpoints on a daemon thread (port 0 picks a free one); `ready` returns
-    whether the process is ready and a one-line detail shown by /readyz either way."""
+    whether the process is ready and a one-line detail shown by /readyz either way;
+    `on_disconnect` is called for each client gone before its answer was written."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -92,11 +88,10 @@ def serve_probes(
         def log_message(self, format: str, *args: object) -> None:
             pass  # scrapes every few seconds would flood the JSON log
 
-    disconnects = _disconnects(registry)
     try:
         server = _ProbeServer((host, port), Handler)
     except OSError as exc:  # e.g. EADDRINUSE: a clear error and exit code, not a traceback
         raise ProbeServerError(f"cannot serve /metrics on {host}:{port}: {exc}") from None
-    server.disconnects = disconnects
+    server.on_disconnect = on_disconnect
     threading.Thread(target=server.serve_forever, name="probes", daemon=True).start()
     return server
