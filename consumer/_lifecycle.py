@@ -360,7 +360,9 @@ def _lay_over(view: View, plan: Plan) -> None:
 
 
 def _where(m: Message) -> str:
-    """topic/partition@offset of a consume error (the fields it has)."""
+    """topic/partition@offset of a consume error, "" for one of no partition (the group's)."""
+    if m.topic() is None or m.partition() is None:
+        return ""
     return f"{m.topic()}/{m.partition()}@{m.offset()}"
 
 
