@@ -6,7 +6,7 @@ message. An operator needs each kind once, at once, and then how many more came:
 writes the first occurrence of a key immediately, then at most one line per `interval_s` with
 the count since its last line, the total and one sample (an event id or a partition@offset:
 never payload bytes), and a last line with the remainder once the key stops (`flush`, which the
-consumer's loop calls about once a second).
+consumer's loop calls about once a second, and once more with `final` when it stops).
 """
 
 from __future__ import annotations
@@ -66,12 +66,12 @@ class LogSummary:
         if now - tally.last_line >= self._interval_s:
             self._write(tally, now)
 
-    def flush(self) -> None:
+    def flush(self, final: bool = False) -> None:
         """Write the due lines: each kind with events since its last line, once `interval_s`
-        has passed since it."""
+        has passed since it (`final`: at once, the process is stopping)."""
         now = self._clock()
         for tally in self._tallies.values():
-            if tally.count and now - tally.last_line >= self._interval_s:
+            if tally.count and (final or now - tally.last_line >= self._interval_s):
                 self._write(tally, now)
 
     def totals(self) -> dict[tuple[Any, ...], int]:
@@ -107,6 +107,6 @@ class Summaries:
         """Per (path, topic, cause): refusals of the broker or the client
         (consumer/_kafka_faults.py)."""
 
-    def flush(self) -> None:
+    def flush(self, final: bool = False) -> None:
         for summary in (self.dead_letters, self.late, self.kafka):
-            summary.flush()
+            summary.flush(final)

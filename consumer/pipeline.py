@@ -246,6 +246,7 @@ class Pipeline:
         if self.http is not None:
             self.http.shutdown()
         self._collector.stop()
+        self.metrics.logs.flush(final=True)  # the counts not yet written
         log.info("consumer stopped")
 
 

@@ -138,6 +138,9 @@ def test_the_first_of_a_kind_is_written_at_once_then_one_line_per_interval() -> 
     clock.now = 120.0
     summary.flush()  # nothing new: nothing written
     assert len(records.records) == 3
+    summary.add(4, "e-x", reason="id_reused")
+    summary.flush(final=True)  # stopping: the remainder at once
+    assert [(r.reason, r.count, r.total) for r in records.records[3:]] == [("id_reused", 4, 6)]
 
 
 @given(
