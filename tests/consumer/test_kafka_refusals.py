@@ -245,6 +245,8 @@ def test_a_denied_rating_topic_keeps_rating_and_sends_every_change_once_allowed(
         run.assert_every_change_delivered()
         said = _summary_lines(lines, "rating_changes", run.ratings, "not_authorized")
         assert 1 <= len(said) <= 4, [r.__dict__ for r in said]  # one line per 30 s at most
+        loud = [r.getMessage() for r in lines.records if r.levelno >= logging.WARNING]
+        assert len(loud) < 10, loud
         assert lines.about("kafka path back", path="rating_changes", topic=run.ratings)
     finally:
         run.stop()
@@ -285,6 +287,8 @@ def test_a_deleted_rating_topic_keeps_rating_and_sends_every_change_once_recreat
         said = _summary_lines(lines, "rating_changes", run.ratings, "topic_missing")
         assert 1 <= len(said) <= 4, [r.__dict__ for r in said]
         assert not lines.about("rating change not delivered")  # the old per-message line
+        loud = [r.getMessage() for r in lines.records if r.levelno >= logging.WARNING]
+        assert len(loud) < 10, loud  # a few lines, not one per undelivered change
         assert lines.about("kafka path back", path="rating_changes", topic=run.ratings)
     finally:
         run.stop()
