@@ -32,6 +32,7 @@ from consumer._metrics import Metrics, serve
 from consumer._partitions import Partitions
 from consumer._retry import RedisRetry
 from consumer._stages import NO_STAGES, StageTimer
+from consumer._topic_watch import TopicWatch
 from consumer.config import Config
 from engine import Params
 from redis_layout import Keys
@@ -94,6 +95,7 @@ class Pipeline:
             stage_timer,
         )
         self._next_lag = 0.0
+        self._topic_watch = TopicWatch(config.topic, self.metrics)
         self.http: ThreadingHTTPServer | None = None
 
     @property
@@ -177,6 +179,7 @@ class Pipeline:
             self.partitions.assign_stored(self.kafka, sorted(self.assigned))
         self.partitions.report_lag()
         self.metrics.logs.flush()  # the summary lines due (consumer/_log_summary.py)
+        self._topic_watch.check(self.kafka, now)  # a deleted kill-event topic is silent
         try:
             self.metrics.outbox_backlog.set(self.clients.relay.backlog())
         except redis.RedisError:

@@ -438,3 +438,33 @@ def test_what_no_retry_can_change_exits_3_with_the_cause(
     assert [(r.cause, r.code, r.exit_code) for r in said] == [
         ("unsupported", "UNSUPPORTED_VERSION", 3)
     ]
+
+
+def test_a_kill_topic_deleted_under_the_consumer_is_reported_then_held_when_recreated(
+    broker: str, redis_url: str, unique_name, lines: S.LogLines
+) -> None:
+    """The topic goes (the consume error says so: `topic_missing`, not ready, no crash); created
+    again it is empty, so the offset Redis stored lies past its end: the partition is held
+    (AdrPartitionHeld) instead of reading the new log from a wrong place."""
+    run = Run(broker, redis_url, unique_name, 600, seed=307)
+    try:
+        run.publish(600)
+        run.wait_rated()
+        for future in run.admin.delete_topics([run.topic]).values():
+            future.result(timeout=30)
+        # librdkafka says nothing for minutes; the consumer asks the broker every 5 s
+        _wait_not_ready(run, "kill_events", run.topic, "topic_missing")
+        assert run.consumer.thread.is_alive()
+        _create(run.admin, [run.topic])
+        run.wait_back("kill_events", run.topic, "topic_missing")
+        S.wait_until(
+            lambda: _metric(run.base, "adr_partition_held", partition="0") == 1.0,
+            60,
+            "the partition held: its stored offset lies past the new log's end",
+        )
+        status, text = S.http_get(run.base + "/readyz")
+        assert status == 503 and "offsets=0" in text, text
+        assert run.consumer.thread.is_alive()
+        assert S.applied_offsets(run.client, run.keys, run.topic) == {0: 600}  # nothing re-read
+    finally:
+        run.stop()
