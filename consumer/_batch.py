@@ -96,6 +96,8 @@ class Plan:
     duplicates: int = 0
     late: int = 0
     """Events older than their partition's watermark minus the lateness: not rated."""
+    late_sample: str | None = None
+    """The id of the first late event (the log's sample; None: none late)."""
     already_applied: int = 0
     counted_ts: list[int] = dataclasses.field(default_factory=list)
     event_ids: list[tuple[str, bytes, int]] = dataclasses.field(default_factory=list)
@@ -213,6 +215,8 @@ def rate_batch(
         watermark = watermarks.get(item.partition)
         if watermark is not None and ts < watermark - lateness_ms:
             plan.late += 1
+            if plan.late_sample is None:
+                plan.late_sample = event_id
             continue
         pair = keys.cooldown(attacker, victim)
         corrupt = view.corrupt  # a dead-lettered event changes nothing, not even the watermark

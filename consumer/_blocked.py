@@ -73,7 +73,10 @@ class Blocked:
             delay = min(old.delay_s * 2, self._max_s) if again and old else self._initial_s
             self._blocks[partition] = _Block(stop, delay, now + delay)
             self._pause(kafka, partition)
-            log.error(
+            # The first stop at a message is an error line; each retry that fails again is a
+            # debug line: the cause is summarized once per 30 s (consumer/_degraded.py).
+            log.log(
+                logging.DEBUG if again else logging.ERROR,
                 "dead letter not delivered, partition stopped at it",
                 extra={
                     "partition": partition,
@@ -103,7 +106,7 @@ class Blocked:
                 log.warning("resuming a stopped partition", extra={"error": str(exc)})
                 continue
             block.resumed = True
-            log.info(
+            log.debug(
                 "retrying a stopped partition",
                 extra={"partition": partition, "offset": block.stop.offset},
             )

@@ -7,6 +7,12 @@ consumer may not write to it, the copy is over the topic's `max.message.bytes`, 
 not answer within `dead_letter_timeout_ms`) is not delivered: `send` names, per partition, the
 first message that must not be passed, and the pipeline stops that partition there
 (consumer/_blocked.py) until a retry delivers it.
+
+Why a copy was not taken is consumer/_kafka_faults.py's classification (the `reason` label of
+`adr_dead_letters_undeliverable_total`); each refusal is also reported as the `dead_letters` path
+degraded (consumer/_degraded.py) until a copy is acknowledged again. Acknowledged copies are
+logged as one summary line per reason (counts and a sample: the event id where the event
+decoded, else partition@offset; never the bytes).
 """
 
 from __future__ import annotations
@@ -19,32 +25,27 @@ from typing import Final, cast
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from consumer._degraded import DEAD_LETTERS
 from consumer._kafka import KAFKA_LOG
+from consumer._kafka_faults import CAUSES, Action, Cause, Fault, classify
 from consumer._metrics import Metrics
 from consumer.config import Config
 from runtime.kafka_produce import produce_waiting
 
 log = logging.getLogger("adr.consumer")
 
-REASONS: Final = ("topic_missing", "not_authorized", "too_large", "timed_out", "other")
+REASONS: Final = CAUSES
 """Why a dead letter was not delivered (the `reason` label of the metrics; bounded)."""
-_TOO_LARGE: Final = frozenset(
-    (
-        KafkaError.MSG_SIZE_TOO_LARGE,
-        KafkaError.RECORD_LIST_TOO_LARGE,
-    )
-)
 _MISSING: Final = frozenset((KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_TOPIC))
-_DENIED: Final = frozenset(
-    (KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.CLUSTER_AUTHORIZATION_FAILED)
-)
 _MAX_MESSAGE_BYTES: Final = 16 * 1024 * 1024
 """The producer's own bound, above any topic's: the topic's `max.message.bytes` decides, and
 raising it is the fix an operator can make."""
 _METADATA_TIMEOUT_S: Final = 5.0
 _WAIT_STEP_S: Final = 0.2
 _LOG_WAIT_EVERY_S: Final = 10.0
-_NO_TOPIC: Final = "the broker has no such topic"
+_NO_TOPIC: Final = Fault(
+    Cause.TOPIC_MISSING, Action.WAIT, "UNKNOWN_TOPIC_OR_PART", "the broker has no such topic"
+)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -83,6 +84,7 @@ class DeadLetters:
         self._producer = new_dead_letter_producer(config, on_error)
         self._missing = False
         """The last try found the topic missing: check that first instead of waiting again."""
+        self._event_ids: dict[tuple[int, int], str] = {}
 
     def renew(self) -> None:
         """A new producer (after a fatal client error)."""
@@ -96,39 +98,44 @@ class DeadLetters:
             log.warning("closing the dead-letter producer", extra={"error": str(exc)})
 
     def send(
-        self, rejected: list[tuple[Message, str]], tick: Callable[[], None]
+        self,
+        rejected: list[tuple[Message, str]],
+        tick: Callable[[], None],
+        event_ids: dict[tuple[int, int], str] | None = None,
     ) -> dict[int, Stop]:
         """Copy each rejected message to the dead-letter topic and wait for every report.
 
         Returns partition -> Stop for each partition with a copy the broker did not take (the
         first such message); the copies of all other messages were acknowledged. `tick` is
-        called while waiting (the wait is bounded by `dead_letter_timeout_ms`).
+        called while waiting (the wait is bounded by `dead_letter_timeout_ms`). `event_ids`:
+        (partition, offset) -> event id of the rejected events that decoded, for the log.
         """
         if not rejected:
             return {}
+        self._event_ids = event_ids or {}
         if self._missing:
             self._missing = self._topic_missing()
             if self._missing:  # still: fail at once, do not wait for the timeout again
-                return self._stops([(m, "topic_missing", _NO_TOPIC) for m, _ in rejected])
+                return self._stops([(m, _NO_TOPIC) for m, _ in rejected])
         failed = self._deliver(rejected, tick)
-        if len(failed) > 1 and any(reason == "too_large" for _, reason, _ in failed):
+        if len(failed) > 1 and any(f.cause is Cause.TOO_LARGE for _, f in failed):
             # The broker refuses a whole batch of copies for one that is too large: send the
             # refused ones one at a time, so that only a copy that is itself too large stops.
-            refused = {id(m) for m, _, _ in failed}
+            refused = {id(m) for m, _ in failed}
             again = [(m, r) for m, r in rejected if id(m) in refused]
             failed = [f for item in again for f in self._deliver([item], tick)]
-        if failed and any(reason == "timed_out" for _, reason, _ in failed):
+        if failed and any(f.cause is Cause.TIMED_OUT for _, f in failed):
             self._missing = self._topic_missing()
             if self._missing:
-                failed = [(m, "topic_missing", _NO_TOPIC) for m, _, _ in failed]
+                failed = [(m, _NO_TOPIC) for m, _ in failed]
         return self._stops(failed)
 
     def _deliver(
         self, rejected: list[tuple[Message, str]], tick: Callable[[], None]
-    ) -> list[tuple[Message, str, str]]:
-        """Produce the copies and wait for their reports; returns (message, reason, error) of
-        each copy the broker did not take."""
-        failed: list[tuple[Message, str, str]] = []
+    ) -> list[tuple[Message, Fault]]:
+        """Produce the copies and wait for their reports; returns (message, why) of each copy
+        the broker did not take."""
+        failed: list[tuple[Message, Fault]] = []
         pending = 0
 
         def report(m: Message, reason: str) -> Callable[[KafkaError | None, Message], None]:
@@ -137,8 +144,10 @@ class DeadLetters:
                 pending -= 1
                 if err is None:
                     self._metrics.dead_lettered.labels(reason).inc()
+                    self._metrics.logs.dead_letters.add(1, self._sample(m), reason=reason)
+                    self._metrics.degraded.recovered(DEAD_LETTERS, self._topic)
                 else:
-                    failed.append((m, _reason(err), str(err)))
+                    failed.append((m, classify(err)))
 
             return delivered
 
@@ -163,10 +172,7 @@ class DeadLetters:
                 )
                 pending += 1
             except KafkaException as exc:  # refused before it was queued
-                err = exc.args[0] if exc.args else None
-                failed.append(
-                    (m, _reason(err) if isinstance(err, KafkaError) else "other", str(exc))
-                )
+                failed.append((m, classify(exc)))
         started = time.monotonic()
         while pending > 0:
             self._producer.poll(_WAIT_STEP_S)
@@ -185,25 +191,25 @@ class DeadLetters:
         topic = md.topics.get(self._topic)
         return topic is None or (topic.error is not None and topic.error.code() in _MISSING)
 
-    def _stops(self, failed: list[tuple[Message, str, str]]) -> dict[int, Stop]:
+    def _sample(self, m: Message) -> str:
+        """The event id of `m` if it decoded, else where it is: never its bytes."""
+        partition, offset = cast(int, m.partition()), cast(int, m.offset())
+        known = self._event_ids.get((partition, offset))
+        return known if known is not None else f"{m.topic()}/{partition}@{offset}"
+
+    def _stops(self, failed: list[tuple[Message, Fault]]) -> dict[int, Stop]:
         stops: dict[int, Stop] = {}
-        for m, reason, error in failed:
+        for m, fault in failed:
+            reason = fault.cause.value
             self._metrics.dead_letters_undeliverable.labels(reason).inc()
+            self._metrics.degraded.failed(DEAD_LETTERS, self._topic, fault, sample=self._sample(m))
             partition, offset = cast(int, m.partition()), cast(int, m.offset())
             stop = stops.get(partition)
             if stop is None or offset < stop.offset:
-                stops[partition] = Stop(offset, reason, error)
+                stops[partition] = Stop(offset, reason, fault.error or fault.code)
         return stops
 
 
 def _reason(err: KafkaError | None) -> str:
-    code = None if err is None else err.code()
-    if code in _TOO_LARGE:
-        return "too_large"
-    if code in _MISSING:
-        return "topic_missing"
-    if code in _DENIED:
-        return "not_authorized"
-    if code == KafkaError._MSG_TIMED_OUT:
-        return "timed_out"
-    return "other"
+    """Why a copy was not delivered (consumer/_kafka_faults.py's cause)."""
+    return classify(err).cause.value

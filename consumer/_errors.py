@@ -1,5 +1,12 @@
 """The consumer's root exception, and corrupt state read back from Redis."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from consumer._kafka_faults import Fault
+
 
 class ConsumerError(Exception):
     """Root of every error `consumer` raises (bad configuration, unusable Redis data)."""
@@ -62,3 +69,16 @@ class StopRequested(ConsumerError):
     def __init__(self, what: str) -> None:
         super().__init__(f"stop requested while redis did not answer ({what})")
         self.what = what
+
+
+class KafkaUnrecoverable(ConsumerError):
+    """Kafka refuses what neither waiting nor new clients can change: the broker does not
+    support a request the client needs, or a setting is invalid (consumer/_kafka_faults.py,
+    `Action.EXIT`). `adr consume` exits with EXIT_KAFKA (consumer/cli.py)."""
+
+    def __init__(self, topic: str, fault: Fault) -> None:
+        super().__init__(
+            f"kafka refuses {topic!r} for good: {fault.code} ({fault.cause.value}): {fault.error}"
+        )
+        self.topic = topic
+        self.fault = fault

@@ -41,7 +41,9 @@ from consumer._clients import Clients
 from consumer._collector import Collector
 from consumer._dead_letters import Stop
 from consumer._decoding import Accepted, Batch, decode_messages, next_offsets
+from consumer._degraded import KILL_EVENTS
 from consumer._errors import CorruptState, RedisBehind
+from consumer._kafka_faults import classify
 from consumer._metrics import Metrics, observe_ages
 from consumer._partitions import Partitions, commit_at
 from consumer._ports import PendingWrite
@@ -157,7 +159,10 @@ class Lifecycle:
             self._report_rejected(plan, rejected)
             if not rejected:
                 return plan
-            stops = self._dead_letter([(cast(Message, a.message), why) for a, why in rejected])
+            stops = self._dead_letter(
+                [(cast(Message, a.message), why) for a, why in rejected],
+                {(a.partition, a.offset): a.event.id for a, _why in rejected},
+            )
             if not stops:
                 return plan
             batch.cut({p: stop.offset for p, stop in stops.items()})
@@ -318,16 +323,19 @@ class Lifecycle:
                 good.append(m)
                 continue
             self._clients.errors.raise_if_fatal(err)  # the batch is not applied
-            if (
-                err.code() == KafkaError._AUTO_OFFSET_RESET
-                and m.partition() is not None
-                and m.partition() not in log_range.held
-            ):  # the position fell outside the log while reading (retention, truncation)
-                log_range.hold(self._clients.kafka, cast(int, m.partition()), str(err))
+            if err.code() == KafkaError._AUTO_OFFSET_RESET:
+                partition = m.partition()
+                if partition is not None and partition not in log_range.held:
+                    # the position fell outside the log while reading (retention, truncation)
+                    log_range.hold(self._clients.kafka, partition, str(err))
+            else:  # one summary line per cause, the metric, /readyz (consumer/_degraded.py)
+                self._metrics.degraded.failed(
+                    KILL_EVENTS, self._config.topic, classify(err), sample=_where(m)
+                )
             self._metrics.swallowed.labels("kafka_consume").inc()
-            log.warning("kafka consume error", extra={"error": str(err)})
         if good:
             self._metrics.health.set("broker", True)
+            self._metrics.degraded.recovered(KILL_EVENTS, self._config.topic)
         return good
 
     def _decode(self, messages: list[Message]) -> tuple[list[Accepted], list[tuple[Message, str]]]:
@@ -338,10 +346,15 @@ class Lifecycle:
             log.error("decoder raised", extra={"error": error, "offset": m.offset()})
         return decoded.accepted, decoded.rejected
 
-    def _dead_letter(self, rejected: list[tuple[Message, str]]) -> dict[int, Stop]:
+    def _dead_letter(
+        self,
+        rejected: list[tuple[Message, str]],
+        event_ids: dict[tuple[int, int], str] | None = None,
+    ) -> dict[int, Stop]:
         """Copy `rejected` to the dead-letter topic; the partitions whose copy the broker did not
-        take are stopped there (consumer/_blocked.py), and their stops returned."""
-        stops = self._clients.dead_letters.send(rejected, self._metrics.tick)
+        take are stopped there (consumer/_blocked.py), and their stops returned. `event_ids`:
+        (partition, offset) -> id of the rejected events that decoded (the summary's sample)."""
+        stops = self._clients.dead_letters.send(rejected, self._metrics.tick, event_ids)
         self._partitions.blocked.stop(self._clients.kafka, stops)
         return stops
 
@@ -402,6 +415,7 @@ class Lifecycle:
         m.counted.inc(plan.counted)
         m.duplicate.inc(plan.duplicates)
         m.late.inc(plan.late)
+        m.logs.late.add(plan.late, plan.late_sample)
         m.batch_size.observe(size)
         m.batch_duration.observe(time.perf_counter() - started)
         m.pool_players.set(plan.player_count)
@@ -433,6 +447,13 @@ def _settle(write: PendingWrite) -> None:
     its reply does not stay on the connection."""
     with contextlib.suppress(Conflict, redis.RedisError):
         write.result()
+
+
+def _where(m: Message) -> str:
+    """topic/partition@offset of a consume error, "" for one of no partition (the group's)."""
+    if m.topic() is None or m.partition() is None:
+        return ""
+    return f"{m.topic()}/{m.partition()}@{m.offset()}"
 
 
 def _stopped(stops: dict[int, Stop], partition: int | None, offset: int | None) -> bool:

@@ -16,7 +16,9 @@ from prometheus_client import (
     Histogram,
 )
 
-from runtime.http import serve_probes
+from consumer._degraded import Degraded
+from consumer._log_summary import Summaries
+from runtime.http import DISCONNECTS_HELP, serve_probes
 
 _LATENCY_BUCKETS: Final = (
     0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0,
@@ -32,14 +34,15 @@ class Health:
     /readyz shows beyond it (e.g. `stopped` partitions, `held` ones).
 
     Parts: `assigned` (partitions were assigned), `redis` (the last Redis step answered),
-    `broker` (the broker answered), `dead_letters` (no partition stopped at an undelivered dead
-    letter), `offsets` (no partition held for a stored offset outside its log)."""
+    `broker` (the broker answered), `consume` (the kill-event path is not degraded:
+    consumer/_degraded.py), `dead_letters` (no partition stopped at an undelivered dead letter),
+    `offsets` (no partition held for a stored offset outside its log)."""
 
-    PARTS: Final = ("assigned", "redis", "broker", "dead_letters", "offsets")
+    PARTS: Final = ("assigned", "redis", "broker", "consume", "dead_letters", "offsets")
 
     def __init__(self) -> None:
         self._up = dict.fromkeys(self.PARTS, False)
-        self._up.update(dead_letters=True, offsets=True)
+        self._up.update(consume=True, dead_letters=True, offsets=True)
         self._detail: dict[str, str] = {}
 
     def set(self, part: str, up: bool) -> None:
@@ -179,9 +182,34 @@ class Metrics:
             ["reason"],
             registry=r,
         )
+        self.produce_failures = Counter(
+            "adr_produce_failures",
+            "messages the broker or the producer refused, or failed to deliver, by topic and "
+            "cause (consumer/_kafka_faults.py): rating changes and dead letters",
+            ["topic", "cause"],
+            registry=r,
+        )
+        self.consume_failures = Counter(
+            "adr_consume_failures",
+            "errors reading the kill-event topic or its group, by cause",
+            ["topic", "cause"],
+            registry=r,
+        )
+        self.kafka_degraded = Gauge(
+            "adr_kafka_degraded",
+            "1 while a Kafka path (kill_events, rating_changes, dead_letters) is degraded by the "
+            "cause, 0 once it works again",
+            ["path", "topic", "cause"],
+            registry=r,
+        )
+        self.probe_disconnects = Counter("adr_probe_disconnects", DISCONNECTS_HELP, registry=r)
         self.last_tick = time.monotonic()
         self.health = Health()
         """Readiness (/readyz)."""
+        self.logs = Summaries()
+        """Rate-limited summary lines (dead letters, late events, Kafka refusals)."""
+        self.degraded = Degraded(self)
+        """The degraded Kafka paths (consumer/_degraded.py)."""
 
     def tick(self) -> None:
         self.last_tick = time.monotonic()
@@ -258,4 +286,11 @@ def _most_ms(bound: float) -> int | None:
 def serve(metrics: Metrics, host: str, port: int) -> ThreadingHTTPServer:
     """Start /metrics, /healthz, /readyz on a daemon thread; port 0 picks a free one."""
 
-    return serve_probes(metrics.registry, host, port, metrics.healthy, metrics.health.report)
+    return serve_probes(
+        metrics.registry,
+        host,
+        port,
+        metrics.healthy,
+        metrics.health.report,
+        metrics.probe_disconnects.inc,
+    )

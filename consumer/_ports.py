@@ -67,6 +67,10 @@ class KillLog(Protocol):
         self, partition: TopicPartition, timeout: float = -1, cached: bool = False
     ) -> tuple[int, int]: ...
 
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        """The cluster's metadata (consumer/_topic_watch.py: does the kill topic still exist?)."""
+        ...
+
     def close(self) -> None: ...
 
 
@@ -121,9 +125,13 @@ class DeadLetterSink(Protocol):
     """The dead-letter topic: a copy counts once the broker acknowledged it."""
 
     def send(
-        self, rejected: list[tuple[Message, str]], tick: Callable[[], None]
+        self,
+        rejected: list[tuple[Message, str]],
+        tick: Callable[[], None],
+        event_ids: dict[tuple[int, int], str] | None = None,
     ) -> dict[int, Stop]:
-        """Copy each (message, reason); partition -> Stop at the first copy not acknowledged."""
+        """Copy each (message, reason); partition -> Stop at the first copy not acknowledged.
+        `event_ids`: (partition, offset) -> id of those that decoded (the log's samples)."""
         ...
 
     def renew(self) -> None:

@@ -35,6 +35,20 @@ Each `pump` is bounded: it takes at most `relay_batch` entries, none while `rela
 sent messages are unsettled, and stops producing after `relay_pump_ms` (a full local queue, a
 down broker); what it read and has not produced yet is produced by the next pumps, in order.
 (The bounds are the consumer's Config fields.)
+
+When the broker refuses (consumer/_kafka_faults.py classifies every error, consumer/_degraded.py
+reports it): a refusal of the topic (an ACL denies WRITE, the topic was deleted and the broker
+does not create it) raised by `produce()` stops producing, with the message not sent, and the
+relay tries again after a backoff (`backoff_initial_s` doubling to `backoff_max_s`), asking the
+broker for the topic's metadata first so that a lifted refusal is seen at once; the same refusal
+in a delivery report marks the entry, which is claimed and sent again. Either way the rating
+changes wait in the outbox, ratings go on, and the path is reported degraded (metric, one log line
+per cause, /readyz) until an entry settles delivered. A message the broker will never take (over
+the producer's `message.max.bytes`) is quarantined alone when `produce()` refuses it, and its
+entry goes on; one the broker refuses (over the topic's `max.message.bytes`) waits like any
+failed delivery, until the operator raises the topic's limit. What neither waiting nor a new
+producer can fix (an unsupported broker version, an invalid setting) raises KafkaUnrecoverable:
+the process exits.
 """
 
 from __future__ import annotations
@@ -48,6 +62,9 @@ import msgspec
 import redis
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
+from consumer._degraded import RATING_CHANGES
+from consumer._errors import KafkaUnrecoverable
+from consumer._kafka_faults import Action, Fault, classify
 from consumer._metrics import Metrics
 from consumer.config import Config
 from redis_layout import Keys
@@ -68,6 +85,10 @@ class _Message(msgspec.Struct, array_like=True, gc=False, forbid_unknown_fields=
 _ENTRY: Final = msgspec.msgpack.Decoder(list[_Message])
 _ONE: Final = msgspec.msgpack.Encoder()
 _ACK_CHUNK: Final = 1000
+_STUCK_S: Final = 5.0
+"""Messages unconfirmed this long (the producer's queue never drained): ask the broker why."""
+_METADATA_TIMEOUT_S: Final = 1.0
+"""How long a retry after a refusal of the topic waits for its metadata (the loop waits)."""
 _ANY_PARTITION: Final = -1
 """librdkafka's RD_KAFKA_PARTITION_UA: the producer's partitioner picks by key, as by default."""
 log = logging.getLogger("adr.consumer.relay")
@@ -106,6 +127,10 @@ class Relay:
         self._next_claim = 0.0
         self._claim_from = "0-0"
         self._group_ready = False
+        self._retry_at = 0.0  # after a refusal of the topic: no produce() before this
+        self._backoff_s = 0.0
+        self._waiting_since: float | None = None  # the producer's queue has not drained since
+        self._next_probe = 0.0
 
     def use_producer(self, producer: Producer) -> None:
         """Switch to a new producer; what the old one did not confirm is claimed again later
@@ -165,7 +190,44 @@ class Relay:
             taken += self._claim_abandoned(self._room())
         self._produce(time.monotonic() + self._config.relay_pump_ms / 1000)
         self._producer.poll(0)
+        self._watch(len(self._producer) > 0)
         return taken
+
+    def _watch(self, waiting: bool) -> None:
+        """While the producer holds messages the broker has not confirmed for `_STUCK_S` (its
+        queue never drains), ask the broker why, every `_STUCK_S`: with `message.timeout.ms`
+        0 librdkafka reports nothing while a topic is gone (it waits
+        `topic.metadata.propagation.max.ms`, 30 s, before failing its messages) or while no
+        broker or leader answers, so silence is the symptom."""
+        if not waiting:
+            self._waiting_since = None
+            return
+        now = time.monotonic()
+        if self._waiting_since is None:
+            self._waiting_since = now
+            self._next_probe = now + _STUCK_S
+        elif now >= self._next_probe:
+            self._next_probe = now + _STUCK_S
+            waited_s = round(now - self._waiting_since, 1)
+            self._metrics.degraded.failed(
+                RATING_CHANGES, self._config.rating_topic, self._why_stuck(waited_s)
+            )
+
+    def _why_stuck(self, waited_s: float) -> Fault:
+        """What the broker says of the rating topic while its messages wait."""
+        topic = self._config.rating_topic
+        try:
+            md = self._producer.list_topics(topic, timeout=_METADATA_TIMEOUT_S)
+        except KafkaException as exc:
+            return classify(exc)  # no broker answers: broker_unavailable, timed_out
+        found = md.topics.get(topic)
+        if found is None or found.error is not None:
+            missing = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
+            return classify(found.error if found is not None else missing)
+        if not found.partitions or any(p.leader < 0 for p in found.partitions.values()):
+            return classify(KafkaError(KafkaError.LEADER_NOT_AVAILABLE))
+        waiting = KafkaError(KafkaError._TIMED_OUT, f"no delivery confirmed for {waited_s} s")
+        return classify(waiting)
 
     def _quarantine(self, entry_id: bytes, fields: dict[bytes, bytes], error: str) -> None:
         """Move an entry that does not decode to the quarantine stream, in one transaction: kept
@@ -182,21 +244,26 @@ class Relay:
             extra={"entry": entry_id.decode(), "to": self._keys.outbox_quarantine, "error": error},
         )
 
-    def _quarantine_message(self, entry_id: bytes, message: _Message, exc: Exception) -> None:
-        """Move one rating change the producer refuses for good (larger than its
-        message.max.bytes) to the quarantine stream, as an entry of its own: kept for the
-        operator, and the rest of its entry goes on, so no relay stops on it again."""
+    def _quarantine_message(self, entry_id: bytes, message: _Message, fault: Fault) -> None:
+        """Move one rating change the producer or the broker refuses for good (larger than a
+        `max.message.bytes`, an invalid record) to the quarantine stream, as an entry of its
+        own: kept for the operator, and the rest of its entry goes on, so no relay stops on it
+        again."""
         kept: dict[Any, Any] = {
             b"m": _ONE.encode([(message.player, message.value)]),
             b"entry": entry_id,
-            b"error": f"{type(exc).__name__}: {exc}",
+            b"error": f"{fault.code}: {fault.error}",
         }
         self._r.xadd(self._keys.outbox_quarantine, kept)
         self._metrics.corrupt_state.labels("outbox").inc()
+        self._metrics.degraded.failed(
+            RATING_CHANGES, self._config.rating_topic, fault, sample=entry_id.decode()
+        )
         log.error(
             "rating change refused by the producer, moved to quarantine",
-            extra={"entry": entry_id.decode(), "player": message.player, "error": str(exc)},
-        )
+            extra={"entry": entry_id.decode(), "player": message.player, "error": fault.error,
+                   "cause": fault.cause.value},
+        )  # fmt: skip
 
     def _room(self) -> int:
         """How many more entries may be taken: none while `relay_max_in_flight` messages are
@@ -246,8 +313,15 @@ class Relay:
 
     def _produce(self, deadline: float) -> None:
         """Hand the unsent messages to the producer, in order, until done or `deadline` (a full
-        local queue: the broker is slow or down)."""
+        local queue: the broker is slow or down), none before the retry time after a refusal of
+        the topic."""
         unsent = self._unsent
+        if not unsent:
+            return
+        if self._retry_at:
+            if time.monotonic() < self._retry_at:
+                return
+            self._refresh_metadata()
         while unsent:
             if not self._produce_entry(unsent[0], deadline):
                 return  # the next pump goes on from here
@@ -276,22 +350,59 @@ class Relay:
                     if not queued:
                         return False
                 except KafkaException as exc:
-                    if not _refused(exc):
-                        raise
-                    self._quarantine_message(entry.entry_id, message, exc)
+                    fault = classify(exc)
+                    if fault.action is Action.SET_ASIDE:
+                        self._quarantine_message(entry.entry_id, message, fault)
+                        continue
+                    if fault.action is Action.EXIT:
+                        raise KafkaUnrecoverable(self._config.rating_topic, fault) from exc
+                    if fault.fatal:
+                        raise  # the pipeline makes new clients (consumer/_lifecycle.py)
+                    self._topic_refused(entry, fault)
+                    return False  # this message not sent: the next try starts at it
             i = len(messages)
+            self._retry_at = 0.0
             return True
         finally:
             self._in_flight += i - entry.sent
             entry.sent = i
 
+    def _topic_refused(self, entry: _Entry, fault: Fault) -> None:
+        """`produce()` refused the topic itself (not authorized, missing): report it, and
+        produce nothing before a backoff has passed."""
+        config = self._config
+        self._metrics.degraded.failed(
+            RATING_CHANGES, config.rating_topic, fault, sample=entry.entry_id.decode()
+        )
+        self._backoff_s = min(
+            config.backoff_max_s, max(config.backoff_initial_s, self._backoff_s * 2)
+        )
+        self._retry_at = time.monotonic() + self._backoff_s
+
+    def _refresh_metadata(self) -> None:
+        """Ask the broker about the rating topic before producing again after a refusal of it:
+        librdkafka keeps a topic's error until its next metadata refresh (minutes), so a
+        refusal lifted meanwhile would still be raised by `produce()`."""
+        try:
+            self._producer.list_topics(self._config.rating_topic, timeout=_METADATA_TIMEOUT_S)
+        except KafkaException as exc:
+            self._metrics.swallowed.labels("relay_metadata").inc()
+            log.debug("rating topic metadata", extra={"error": str(exc)})
+
     def _on_failure(self, entry: _Entry) -> Any:
+        topic = self._config.rating_topic
+        sample = entry.entry_id.decode()
+
         def failed(err: KafkaError | None, _msg: Message) -> None:
             if err is None:
                 return  # a success report (not asked for): settlement reads the queue instead
-            entry.failed = True  # stays pending in the group: claimed and re-sent later
+            # Whatever the cause, the entry stays pending in the group: claimed and sent again
+            # later. Even a message over the topic's max.message.bytes (SET_ASIDE when the
+            # producer itself refuses it) waits here: raising the topic's limit, which the
+            # operator can do at run time, lets it through (as for dead letters).
+            entry.failed = True
             self._metrics.swallowed.labels("relay_delivery").inc()
-            log.warning("rating change not delivered", extra={"error": str(err)})
+            self._metrics.degraded.failed(RATING_CHANGES, topic, classify(err), sample=sample)
 
         return failed
 
@@ -301,12 +412,17 @@ class Relay:
         the module's docstring). The delivered ones are acknowledged with the next pump."""
         if not self._produced or len(self._producer) > 0:
             return
+        delivered = False
         for entry in self._produced:
             if self._mine.get(entry.entry_id) is entry:
                 del self._mine[entry.entry_id]
             if not entry.failed:
                 self._done.append(entry.entry_id)
+                delivered = True
         self._produced = []
+        if delivered:
+            self._backoff_s = 0.0
+            self._metrics.degraded.recovered(RATING_CHANGES, self._config.rating_topic)
         self._in_flight = self._unsent[0].sent if self._unsent else 0
 
     def _queue_acknowledge(self, pipe: Any, ids: list[bytes]) -> None:
@@ -343,9 +459,3 @@ class Relay:
     def backlog(self) -> int:
         """Outbox entries (batches) not yet acknowledged."""
         return int(self._r.xlen(self._keys.outbox))
-
-
-def _refused(exc: KafkaException) -> bool:
-    """Whether produce() refused the message itself, so that no retry can send it."""
-    error = exc.args[0] if exc.args else None
-    return isinstance(error, KafkaError) and error.code() == KafkaError.MSG_SIZE_TOO_LARGE

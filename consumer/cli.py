@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from consumer._errors import ConsumerError
+from consumer._errors import ConsumerError, KafkaUnrecoverable
 from consumer.config import add_arguments, from_args
 from engine import ParamError, Params
 from runtime import ProbeServerError, RuntimeConfigError, redact_text
@@ -14,6 +14,10 @@ from runtime import logs as _log
 __all__ = ["add_arguments", "run"]  # what adr_cli.main calls
 
 EXIT_CONFIG = 2
+EXIT_KAFKA = 3
+"""Kafka refuses what neither waiting nor new clients can change (an unsupported broker
+version, an invalid setting: consumer/_kafka_faults.py's Action.EXIT). Every other Kafka refusal
+(ACLs, missing topics, brokers down, fencing) is waited on or recovered from, never an exit."""
 log = logging.getLogger("adr.consumer")
 
 
@@ -36,6 +40,13 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     try:
         pipeline.run()
+    except KafkaUnrecoverable as exc:
+        log.error(
+            "kafka refuses what this process cannot change, exiting",
+            extra={"topic": exc.topic, "cause": exc.fault.cause.value, "code": exc.fault.code,
+                   "error": redact_text(exc.fault.error), "exit_code": EXIT_KAFKA},
+        )  # fmt: skip
+        return EXIT_KAFKA
     except ProbeServerError as exc:  # raised before the pipeline subscribes: nothing to undo
         log.error("cannot serve metrics", extra={"error": str(exc)})
         pipeline.kafka.close()

@@ -180,8 +180,10 @@ class Config:
 
 _EPILOG = (
     "exit status: 0 stopped by SIGTERM/SIGINT after the batch in hand; 2 bad configuration "
-    "(a flag, an environment variable, the --config file, a Kafka setting). Failures of Kafka "
-    "or Redis while running are retried, not exits."
+    "(a flag, an environment variable, the --config file, a Kafka setting); 3 Kafka refuses "
+    "what no retry can change (an unsupported broker version, an invalid setting). Other "
+    "failures of Kafka (ACLs, missing topics, brokers down) or Redis while running are "
+    "retried, not exits."
 )
 
 

@@ -24,6 +24,7 @@ from confluent_kafka import Message, TopicPartition
 from consumer._batch import Rating
 from consumer._clients import Clients
 from consumer._collector import Collector
+from consumer._degraded import KILL_EVENTS
 from consumer._errors import FatalClientError, StopRequested
 from consumer._lifecycle import Lifecycle
 from consumer._metrics import Metrics, serve
@@ -31,6 +32,7 @@ from consumer._partitions import Partitions
 from consumer._ports import KillLog, RatingProducer
 from consumer._retry import RedisRetry
 from consumer._stages import NO_STAGES, StageTimer
+from consumer._topic_watch import TopicWatch
 from consumer.config import Config
 from engine import AdrModel, Params
 from redis_layout import Keys, stamp_layout
@@ -89,6 +91,7 @@ class Pipeline:
             stage_timer,
         )
         self._next_lag = 0.0
+        self._topic_watch = TopicWatch(config.topic, self.metrics)
         self.http: ThreadingHTTPServer | None = None
 
     @property
@@ -172,6 +175,8 @@ class Pipeline:
             self.flush()
             self.partitions.assign_stored(self.kafka, sorted(self.assigned))
         self.partitions.report_lag()
+        self.metrics.logs.flush()  # the summary lines due (consumer/_log_summary.py)
+        self._topic_watch.check(self.kafka, now)  # a deleted kill-event topic is silent
         try:
             self.metrics.outbox_backlog.set(self.clients.relay.backlog())
         except redis.RedisError:
@@ -196,6 +201,7 @@ class Pipeline:
             _stopped_waiting(exc)
             return
         self.metrics.rebalances.inc()
+        self.metrics.degraded.recovered(KILL_EVENTS, self.config.topic)  # the group admits it
         self.metrics.health.set("assigned", True)
         self.metrics.health.set("broker", True)
 
@@ -244,6 +250,7 @@ class Pipeline:
         if self.http is not None:
             self.http.shutdown()
         self._collector.stop()
+        self.metrics.logs.flush(final=True)  # the counts not yet written
         log.info("consumer stopped")
 
 

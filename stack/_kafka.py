@@ -47,6 +47,14 @@ _BASE_CONFIG: dict[str, str] = {
     "auto.create.topics.enable": "true",
 }
 
+AUTHORIZER_CONFIG: dict[str, str] = {
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    # No ACL on a resource: allowed, so that only the ACLs a test adds deny (on the PLAINTEXT
+    # listener every client, the broker's own controller link included, is User:ANONYMOUS).
+    "allow.everyone.if.no.acl.found": "true",
+}
+"""Kafka's KRaft authorizer that denies only what an ACL denies (KafkaBroker(authorizer=True))."""
+
 _JVM_FLAGS = (
     "-XX:+UseSerialGC",  # fewest GC threads and the smallest footprint on a 2-core box
     "-XX:MaxDirectMemorySize=256m",
@@ -84,6 +92,12 @@ class KafkaBroker:
     extra_jvm_flags: list[str] = field(default_factory=list)
     extra_listeners: tuple[str, ...] = ()
     """More `NAME://host:port` listeners, also advertised (e.g. SASL_SSL, SSL)."""
+    authorizer: bool = False
+    """Run Kafka's StandardAuthorizer (AUTHORIZER_CONFIG): ACLs added through the admin API
+    deny what they name, everything else stays allowed."""
+    auto_create_topics: bool = True
+    """False: a produce to a missing topic fails (`auto.create.topics.enable=false`), as on
+    most production clusters."""
     pid: int | None = None
     _popen: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
@@ -156,6 +170,8 @@ class KafkaBroker:
         data = self.workdir / f"kafka-data-{attempt}"
         config = {
             **_config(self.port, self.controller_port, data),
+            **(AUTHORIZER_CONFIG if self.authorizer else {}),
+            "auto.create.topics.enable": str(self.auto_create_topics).lower(),
             **self.extra_config,
         }
         if self.extra_listeners:

@@ -7,7 +7,7 @@ import time
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from engine import TIER_LABELS
-from runtime.http import serve_probes
+from runtime.http import DISCONNECTS_HELP, serve_probes
 from tierjob._calibration import CalibrationResult
 
 _DURATION_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -51,6 +51,7 @@ class Metrics:
             "1 while this replica holds the calibration lease",
             registry=r,
         )
+        self.probe_disconnects = Counter("adr_probe_disconnects", DISCONNECTS_HELP, registry=r)
         self.runs = Counter(
             "adr_calibration_runs_total",
             "Calibration runs by outcome (published, not_holder, lease_lost, moved_on, error)",
@@ -119,4 +120,4 @@ class Metrics:
         def ready() -> tuple[bool, str]:
             return self.last_ok, f"last_run_ok={int(self.last_ok)}"
 
-        serve_probes(self.registry, host, port, healthy, ready)
+        serve_probes(self.registry, host, port, healthy, ready, self.probe_disconnects.inc)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import math
 import os
 import random
@@ -70,13 +72,20 @@ def produce(bootstrap: str, topic: str, items: Iterable[tuple[bytes, bytes]]) ->
     producer = Producer(
         {"bootstrap.servers": bootstrap, "linger.ms": 20, "enable.idempotence": True}
     )
+    failed: list[str] = []
+
+    def report(err, _msg) -> None:
+        if err is not None:
+            failed.append(str(err))
+
     n = 0
     for key, value in items:
-        produce_waiting(producer, topic, value, key)
+        produce_waiting(producer, topic, value, key, on_delivery=report)
         n += 1
         if n % 10_000 == 0:
             producer.poll(0)
     assert producer.flush(60) == 0
+    assert not failed, f"{len(failed)} events not delivered, e.g. {failed[0]}"  # none lost unseen
     return n
 
 
@@ -384,3 +393,41 @@ def stop_gracefully(proc: subprocess.Popen[bytes], log: Path) -> None:
 def sigkill(proc: subprocess.Popen[bytes]) -> None:
     proc.send_signal(signal.SIGKILL)
     proc.wait(30)
+
+
+class LogLines(logging.Handler):
+    """The log records of the consumer's loggers (`adr.consumer` and below), kept for a test."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+        self._guard = threading.Lock()
+
+    def emit(self, record: logging.LogRecord) -> None:
+        with self._guard:
+            self.records.append(record)
+
+    def about(self, message: str, **fields: object) -> list[logging.LogRecord]:
+        """The records with this message and these extra fields."""
+        with self._guard:
+            return [
+                r
+                for r in self.records
+                if r.getMessage() == message
+                and all(getattr(r, k, None) == v for k, v in fields.items())
+            ]
+
+
+@contextlib.contextmanager
+def capture_logs() -> Iterator[LogLines]:
+    """Every record of `adr.consumer` and its children, at every level, while the block runs."""
+    handler = LogLines()
+    logger = logging.getLogger("adr.consumer")
+    level = logger.level
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield handler
+    finally:
+        logger.removeHandler(handler)
+        logger.setLevel(level)

@@ -15,8 +15,9 @@ import msgspec
 import redis
 from confluent_kafka import Producer
 
+from consumer._degraded import RATING_CHANGES
 from consumer._metrics import Metrics
-from consumer._relay import Relay
+from consumer._relay import _STUCK_S, Relay
 from consumer.config import Config
 from engine import Params
 from redis_layout import Keys
@@ -102,13 +103,17 @@ def test_a_blocked_broker_delays_rating_changes_but_never_duplicates_them(
         thaw.start()
         try:
             ids += _add_entries(client, keys, 10, 40)
-            blocked_until = time.monotonic() + 12 * CLAIM_IDLE_MS / 1000
+            # long enough for the relays to ask the broker why nothing is confirmed
+            blocked_until = time.monotonic() + max(12 * CLAIM_IDLE_MS / 1000, _STUCK_S + 2)
             while time.monotonic() < blocked_until:
                 for relay in relays:
                     _timed_pump(relay)
                     assert relay.in_flight <= 10 * MESSAGES_PER_ENTRY + MESSAGES_PER_ENTRY
                     assert relay._metrics.healthy()
             assert client.xlen(keys.outbox) > 0  # still waiting for the broker
+            for relay in relays:  # the metadata request got no answer either
+                cause = relay._metrics.degraded.cause(RATING_CHANGES, topic)
+                assert cause in ("timed_out", "broker_unavailable"), cause
         finally:
             thaw.cancel()
             os.kill(broker.pid, signal.SIGCONT)
@@ -120,6 +125,7 @@ def test_a_blocked_broker_delays_rating_changes_but_never_duplicates_them(
             time.sleep(0.02)
         for relay in relays:
             relay.drain(10)
+            assert relay._metrics.degraded.cause(RATING_CHANGES, topic) is None  # back
 
         got = [
             decode_rating_change(m.value()).id

@@ -3,9 +3,12 @@ and exit code 2 for `adr consume` and `adr calibrate`, never a traceback."""
 
 from __future__ import annotations
 
+import logging
 import socket
+import struct
 import subprocess
 import sys
+import time
 import urllib.request
 from collections.abc import Iterator
 
@@ -66,3 +69,51 @@ def test_calibrate_exits_2_when_its_metrics_port_is_taken(
     assert done.returncode == 2, done.stderr
     assert f"cannot serve /metrics on 127.0.0.1:{held_port}" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+CLIENTS = 10
+
+
+def test_a_client_gone_before_its_answer_is_counted_not_a_traceback(
+    capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A scraper that closes the connection (here: a reset) before the answer is written: the
+    server's write fails with BrokenPipe/ConnectionReset, which socketserver would print as a
+    raw traceback on stderr; it is counted and logged at debug level instead."""
+    from prometheus_client import Counter, Gauge
+
+    from runtime.http import DISCONNECTS_HELP
+
+    registry = CollectorRegistry()
+    big = Gauge("big", "a /metrics body larger than the socket buffers", ["i"], registry=registry)
+    for i in range(30_000):
+        big.labels(str(i)).set(i)
+    gone = Counter("adr_probe_disconnects", DISCONNECTS_HELP, registry=registry)
+    server = serve_probes(registry, "127.0.0.1", 0, lambda: True, lambda: (True, ""), gone.inc)
+    port = server.server_address[1]
+    caplog.set_level(logging.DEBUG, logger="adr.http")
+    try:
+        for _ in range(CLIENTS):
+            client = socket.create_connection(("127.0.0.1", port))
+            client.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n")
+            client.recv(100)  # the server is writing
+            client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            client.close()  # a reset: the rest of the answer has nowhere to go
+
+        def counted() -> float:
+            value = registry.get_sample_value("adr_probe_disconnects_total")
+            return 0.0 if value is None else value
+
+        time.sleep(0.5)  # the server threads see the resets
+        # a reset that comes after the whole answer was buffered is no error to the server:
+        # most, not necessarily all, of the writes fail
+        assert 1 <= counted() <= CLIENTS
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5) as reply:
+            assert reply.read() == b"ok\n"  # still serving
+    finally:
+        server.shutdown()
+        server.server_close()
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
+    early = [r for r in caplog.records if r.name == "adr.http"]
+    assert len(early) == counted() and all(r.levelno == logging.DEBUG for r in early)
