@@ -6,8 +6,9 @@ The load generator (`adr simulate`) is the `loadgen` package; the leaderboard re
 Exceptions: `ConsumerError` (root; bad configuration) ← `CorruptState` (a value read back from
 Redis that does not decode), `RedisBehind` (Redis lost acknowledged writes: the write-ahead
 rewinds to the offsets Redis holds), `FatalClientError` (a Kafka client failed for good: the
-pipeline recreates the clients), `StopRequested` (a stop asked for while Redis does not
-answer: the step is given up). All are handled inside the consumer; none is exported.
+pipeline recreates the clients), `KafkaUnrecoverable` (Kafka refuses what neither waiting nor
+new clients change: `adr consume` exits 3), `StopRequested` (a stop asked for while Redis does
+not answer: the step is given up). All are handled inside the consumer; none is exported.
 """
 
 from consumer._errors import ConsumerError

@@ -184,7 +184,10 @@ class FakeDeadLetters:
         self.delivered: list[tuple[int, int, str]] = []
 
     def send(
-        self, rejected: list[tuple[Message, str]], tick: Callable[[], None]
+        self,
+        rejected: list[tuple[Message, str]],
+        tick: Callable[[], None],
+        event_ids: dict[tuple[int, int], str] | None = None,
     ) -> dict[int, Stop]:
         stops: dict[int, Stop] = {}
         for m, reason in rejected:

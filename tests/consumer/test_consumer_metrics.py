@@ -97,7 +97,10 @@ def test_readiness_is_one_health_object_with_what_readyz_shows() -> None:
 
     health = Health()
     assert not health.ready()
-    assert health.report() == (False, "assigned=0 redis=0 broker=0 dead_letters=1 offsets=1")
+    assert health.report() == (
+        False,
+        "assigned=0 redis=0 broker=0 consume=1 dead_letters=1 offsets=1",
+    )
     for part in ("assigned", "redis", "broker"):
         health.set(part, True)
     assert health.ready()
@@ -105,11 +108,14 @@ def test_readiness_is_one_health_object_with_what_readyz_shows() -> None:
     health.note("stopped", "3@1234:topic_missing")
     assert health.report() == (
         False,
-        "assigned=1 redis=1 broker=1 dead_letters=0 offsets=1 stopped=3@1234:topic_missing",
+        "assigned=1 redis=1 broker=1 consume=1 dead_letters=0 offsets=1 stopped=3@1234:topic_missing",
     )
     health.note("stopped", None)
     health.set("dead_letters", True)
-    assert health.report() == (True, "assigned=1 redis=1 broker=1 dead_letters=1 offsets=1")
+    assert health.report() == (
+        True,
+        "assigned=1 redis=1 broker=1 consume=1 dead_letters=1 offsets=1",
+    )
     with pytest.raises(KeyError):
         health.set("no such part", True)
     assert not Metrics().ready()  # a fresh consumer is not ready
