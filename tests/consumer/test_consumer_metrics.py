@@ -108,7 +108,8 @@ def test_readiness_is_one_health_object_with_what_readyz_shows() -> None:
     health.note("stopped", "3@1234:topic_missing")
     assert health.report() == (
         False,
-        "assigned=1 redis=1 broker=1 consume=1 dead_letters=0 offsets=1 stopped=3@1234:topic_missing",
+        "assigned=1 redis=1 broker=1 consume=1 dead_letters=0 offsets=1"
+        " stopped=3@1234:topic_missing",
     )
     health.note("stopped", None)
     health.set("dead_letters", True)
