@@ -20,9 +20,10 @@ from engine._decay import (
     is_returning,
 )
 from engine._errors import EngineError, ParamError
-from engine._kill import KillOutcome, predict, rate_kill
+from engine._kill import KillOutcome, pair_sigma, predict, rate_kill
 from engine._learning_rate import eta, eta_base, eta_streak, eta_trend, eta_vol, window_mean
 from engine._outcome import diffusion, outcome_probability, p_ab, p_ab_logistic
+from engine._pair_load import leaked_load, load_after, load_weight
 from engine._sigma import sigma_mean, sigma_units
 from engine._snapshot import (
     activity_time,
@@ -95,10 +96,14 @@ __all__ = [
     "is_active",
     "is_duplicate",
     "is_returning",
+    "leaked_load",
+    "load_after",
+    "load_weight",
     "new_player",
     "outcome_probability",
     "p_ab",
     "p_ab_logistic",
+    "pair_sigma",
     "phi_next",
     "pool_regular",
     "pool_returning",
