@@ -121,7 +121,7 @@ def run_generalization(
     """Every (setting, system, seed), plus the long horizon; figures as plain data."""
     plan = [(s, name, seed) for s in settings for name in systems for seed in seeds]
     long_cfg = long_setting(setting(LONG_BASE), long_days) if long_days else None
-    long_names = [n for n in LONG_SYSTEMS if n in systems] if long_cfg else []
+    long_names = [n for n in (*LONG_SYSTEMS, "adr-candidate") if n in systems] if long_cfg else []
     plan += [(long_cfg, name, seed) for name in long_names for seed in seeds]  # type: ignore[misc]
     plan.sort(key=lambda job: -COST.get(job[1].split("-")[0], 1.0) * job[0].days)
     results: dict[tuple[str, str, int], dict[str, Any]] = {}

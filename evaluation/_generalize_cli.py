@@ -33,22 +33,29 @@ def run_generalize(args: argparse.Namespace, started: float) -> int:
     try:
         if args.jobs < 1:
             raise EvaluationError("--jobs must be >= 1")
-        if args.param or args.profile or args.long_days:
-            raise EvaluationError(
-                "--generalize runs fixed ADR variants and three-year runs; --param, --profile "
-                "and --long-days do not apply"
-            )
+        if args.long_days:
+            raise EvaluationError("--generalize runs three-year runs; --long-days does not apply")
+        # --profile/--param: one more system, adr-candidate, with exactly these overrides
+        candidate: dict[str, str] | None = None
+        if args.profile or args.param:
+            from engine import Params, profile_overrides
+            from evaluation.cli import _overrides
+
+            candidate = {**profile_overrides(args.profile or "paper"), **_overrides(args.param)}
+            Params.from_overrides(candidate)
         systems = SYSTEMS
         if args.systems:
             systems = tuple(s.strip() for s in args.systems.split(",") if s.strip())
             unknown = [s for s in systems if s not in ALL_SYSTEMS]
             if unknown or not systems:
                 raise EvaluationError(f"unknown systems {unknown}; known: {', '.join(ALL_SYSTEMS)}")
+        if candidate is not None:
+            systems = (*systems, "adr-candidate")
         if args.settings not in ("held-out", "tuning", "all"):
             raise EvaluationError("--settings: held-out, tuning or all")
         default = QUICK_SEEDS if args.quick else REPORT_SEEDS
         seeds = default if args.seeds is None else parse_seeds(args.seeds)
-    except (EvaluationError, ValueError) as exc:
+    except (EvaluationError, EngineError, ValueError) as exc:
         print(f"adr evaluate: {exc}", file=sys.stderr)
         return EXIT_USAGE
     settings = default_settings(args.settings)
@@ -63,7 +70,9 @@ def run_generalize(args: argparse.Namespace, started: float) -> int:
         _log("job done", job=label, done=done, total=total, elapsed_s=round(elapsed, 1))
 
     try:
-        figures = run_generalization(seeds, settings, systems, args.jobs, progress, long_days)
+        figures = run_generalization(
+            seeds, settings, systems, args.jobs, progress, long_days, candidate
+        )
         figures["meta"]["runtime_s"] = time.perf_counter() - started
         figures["meta"]["jobs"] = args.jobs
         figures["meta"]["command"] = (
@@ -73,6 +82,8 @@ def run_generalize(args: argparse.Namespace, started: float) -> int:
             + (f" --settings {args.settings}" if args.settings != "held-out" else "")
             + (f" --systems {args.systems}" if args.systems else "")
             + (" --no-long" if args.no_long else "")
+            + (f" --profile {args.profile}" if args.profile else "")
+            + "".join(f" --param {p}" for p in args.param)
             + f" --jobs {args.jobs} --out {args.out}"
         )
         args.out.mkdir(parents=True, exist_ok=True)

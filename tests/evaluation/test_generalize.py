@@ -74,7 +74,7 @@ def test_newcomer_pairs_are_those_with_a_player_under_30_events() -> None:
 
 
 def test_cli_refuses_flags_that_do_not_apply(tmp_path: Path) -> None:
-    for extra in (["--profile", "general"], ["--settings", "both"], ["--systems", "nope"]):
+    for extra in (["--param", "nope=1"], ["--settings", "both"], ["--systems", "nope"]):
         done = subprocess.run(
             [sys.executable, "-m", "adr_cli", "evaluate", "--generalize", "--out",
              str(tmp_path), *extra],
