@@ -197,12 +197,12 @@ def _plan_farming(
     for kind in VICTIMS:
         for pace in setting.farm_paces_s:
             day = setting.farm_day + 2 * slot
-            # present for the whole session and some days before it
-            present = [
-                i
-                for i in range(len(names))
-                if arrival[i] + 10 <= day and leave[i] > day + 1 and i not in used
-            ]
+            # present for the whole session and ten days before it; accounts that farmed or
+            # were farmed before only when fewer than four others are (sessions never overlap)
+            around = [i for i in range(len(names)) if arrival[i] + 10 <= day and leave[i] > day + 1]
+            present = [i for i in around if i not in used]
+            if len(present) < 4:
+                present = around
             if len(present) < 4:
                 raise EvaluationError(f"{setting.name}: too few accounts present on day {day}")
             by_skill = sorted(present, key=lambda i: base[i])

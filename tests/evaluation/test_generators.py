@@ -149,3 +149,12 @@ def test_long_setting_and_validation() -> None:
         dataclasses.replace(setting("uniform-logistic"), curve="cauchy").validate()
     with pytest.raises(EvaluationError):
         dataclasses.replace(setting("uniform-logistic"), days=40).validate()
+
+
+def test_a_small_churning_population_reuses_farmers_rather_than_failing() -> None:
+    # 16 sessions need 16 farmers and 8 weak victims: more than 20 accounts hold
+    cfg = small("smurfs-lobbies-logistic", accounts=20, initial=1.0, lifetime_shape=0.0)
+    s = generate_setting(cfg, 88)
+    assert len(s.farm_sessions) == 16
+    farmers = Counter(f.farmer for f in s.farm_sessions)
+    assert max(farmers.values()) > 1
