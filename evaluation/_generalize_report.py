@@ -44,7 +44,7 @@ def render(figures: dict[str, Any]) -> str:
         + "; ".join(f"`{k}` = {v or 'the paper'}" for k, v in meta["adr_variants"].items())
         + ".",
         "",
-        "## Targets on the held-out settings",
+        "## Targets (judged on the held-out settings; on tuning settings: what was tuned on)",
         "",
         "| variant | setting | log loss (best baseline's interval) | farming ≤ Glicko-2 at "
         "every pace | tier changes ≤ Glicko-2's |",
@@ -59,7 +59,8 @@ def render(figures: dict[str, Any]) -> str:
                 if v["adr"] is not None and v["glicko2"] is not None and v["adr"] > v["glicko2"]
             ]
             lines.append(
-                f"| {variant} | {name} | {t['log_loss']:.4f} vs {t['best_baseline']} "
+                f"| {variant} | {name} ({meta['settings'][name]['split']}) | "
+                f"{t['log_loss']:.4f} vs {t['best_baseline']} "
                 f"[{iv['lo']:.4f}, {iv['hi']:.4f}]: {'met' if t['log_loss_met'] else 'not met'} "
                 f"| {'met' if t['farming_met'] else 'not met: ' + ', '.join(over)} "
                 f"| {t['tier_changes']:.1f} vs {t['tier_changes_glicko2']:.1f}: "
@@ -67,7 +68,9 @@ def render(figures: dict[str, Any]) -> str:
             )
     lines += ["", "## Three simulated years", ""]
     long_cfg = meta.get("long_setting")
-    if long_cfg:
+    if not long_cfg:
+        lines.append("Not run (`--no-long`, or tuning settings only).")
+    else:
         lines.append(
             f"Setting `{long_cfg['name']}`: {long_cfg['days']} days, {long_cfg['events']} "
             f"kills, {long_cfg['accounts']} accounts. Mean rating of the rated players (first "
@@ -75,15 +78,17 @@ def render(figures: dict[str, Any]) -> str:
         )
         lines += [
             "",
-            "| system | mean, day 30 | mean, end | end − day 30 | on μ_min | within 1% of it |",
-            "| --- | --- | --- | --- | --- | --- |",
+            "| system | mean, day 30 | mean, end | end − day 30 | SD, end | on μ_min | within 1% "
+            "of it |",
+            "| --- | --- | --- | --- | --- | --- | --- |",
         ]
         for name, row in figures["long"].items():
             ci = row["ci"]
             drift = figures["targets"].get(name, {}).get("long") or {}
             lines.append(
                 f"| {name} | {_ci(ci.get('start_mean'), 1)} | {_ci(ci.get('end_mean'), 1)} | "
-                f"{_ci(drift.get('end_minus_start'), 1)} | {_ci(ci.get('end_at_floor'), 4)} | "
+                f"{_ci(drift.get('end_minus_start'), 1)} | {_ci(ci.get('end_sd'), 1)} | "
+                f"{_ci(ci.get('end_at_floor'), 4)} | "
                 f"{_ci(ci.get('end_near_floor'), 4)} |"
             )
     for name, table in figures["settings"].items():
