@@ -1,7 +1,7 @@
 """The prose quotes the committed reports: every `mean [lo, hi]` figure in docs/evaluation.md and
 in the README's evaluation section appears verbatim in reports/latest/report.md or (the opt-in
 extensions) reports/extensions, reports/six-years, reports/logistic-link, or (issue 29)
-reports/generalize, generalize-tuning and generalize-trueskill (report.md)."""
+reports/generalize, generalize-tuning, generalize-trueskill and generalize-ablation (report.md)."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ def test_every_interval_quoted_in_the_docs_is_in_the_report() -> None:
         "generalize",
         "generalize-tuning",
         "generalize-trueskill",
+        "generalize-ablation",
     )
     report = "\n".join((ROOT / "reports" / n / "report.md").read_text() for n in names)
     docs = (ROOT / "docs" / "evaluation.md").read_text()
