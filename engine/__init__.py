@@ -30,12 +30,13 @@ from engine._elo import k_factor as elo_k_factor
 from engine._elo import reaches_top as elo_reaches_top
 from engine._errors import EngineError, ParamError
 from engine._glicko2 import Glicko2Config, Glicko2Model, Glicko2Outcome, Glicko2State
-from engine._kill import KillOutcome, predict, rate_kill
+from engine._kill import KillOutcome, pair_sigma, predict, rate_kill
 from engine._learning_rate import eta, eta_base, eta_streak, eta_trend, eta_vol, window_mean
 from engine._model import HashFields, Outcome, RatingModel
 from engine._model_book import ModelBook
 from engine._models import MODELS, model_named
 from engine._outcome import diffusion, outcome_probability, p_ab, p_ab_logistic
+from engine._pair_load import leaked_load, load_after, load_weight
 from engine._sigma import sigma_mean, sigma_units
 from engine._snapshot import (
     activity_time,
@@ -140,11 +141,15 @@ __all__ = [
     "is_active",
     "is_duplicate",
     "is_returning",
+    "leaked_load",
+    "load_after",
+    "load_weight",
     "model_named",
     "new_player",
     "outcome_probability",
     "p_ab",
     "p_ab_logistic",
+    "pair_sigma",
     "phi_next",
     "pool_regular",
     "pool_returning",

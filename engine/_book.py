@@ -11,6 +11,7 @@ import msgspec
 from engine._cooldown import is_duplicate, repeat_weight
 from engine._errors import EngineError
 from engine._kill import NextScalars, Scalars, kill_update, predict
+from engine._pair_load import PairLoads, load_weight
 from engine._pairs import PairTable
 from engine._sigma import sigma_mean, sigma_units
 from engine._snapshot import take_snapshot
@@ -74,6 +75,8 @@ class RatingBook:
         self.rejected_by_reason: dict[str, int] = {}
         self._watermark: int | None = None
         self._pairs = PairTable(params.pair_memory_ms, lateness_ms)
+        # The opt-in pair_decay's loads (None when off: the paper keeps no such state).
+        self._loads = PairLoads(params, lateness_ms) if params.pair_decay_ms else None
         # Active set (§2.3): each player with n ≥ n_active has at most one heap entry
         # `expiry << 32 | number`, expiry = activity time + T_active when it was filed. The
         # activity time only grows, so an entry may lag; it is re-filed when it comes due.
@@ -175,14 +178,21 @@ class RatingBook:
             ia = self._track(attacker)
         if ib is None:
             ib = self._track(victim)
-        self._rate(ia, ib, ts, last)
+        loads = self._loads
+        if loads is None:
+            self._rate(ia, ib, ts, last)
+        else:
+            load = loads.load(ia, ib, ts)
+            self._rate(ia, ib, ts, last, load_weight(load, params))
+            loads.put(ia, ib, ts, load, watermark)
         self._pairs.put(ia, ib, ts, watermark, watermark - self.lateness_ms - params.pair_memory_ms)
         self.counted += 1
         return COUNTED
 
-    def _rate(self, ia: int, ib: int, ts: int, last: int | None) -> None:
+    def _rate(self, ia: int, ib: int, ts: int, last: int | None, load_w: float = 1.0) -> None:
         """Steps 5–13 on the stored records: the same `kill_update` as rate_kill (`last`: the
-        pair's last counted time, for the opt-in repeat_window)."""
+        pair's last counted time, for the opt-in repeat_window; `load_w`: the opt-in
+        pair_decay's weight, as rate_kill multiplies it)."""
         store = self._store
         records = store.records
         ra = records[ia]
@@ -191,6 +201,8 @@ class RatingBook:
         units_b = rb.sigma_u
         w_a, w_b = store.window_mean(ia, ra), store.window_mean(ib, rb)
         weight = repeat_weight(last, ts, self.params)
+        if load_w != 1.0:
+            weight *= load_w
         _p, next_a, next_b, delta = kill_update(
             _scalars(ra), w_a, units_a, _scalars(rb), w_b, units_b,
             ts, self._units, len(records), self._snapshot, self.params, weight,

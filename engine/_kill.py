@@ -16,8 +16,10 @@ from msgspec.structs import astuple
 
 from engine._cooldown import repeat_weight
 from engine._decay import bounded_return_decay, decay_mu, decay_sigma, gap_days, is_returning
+from engine._errors import EngineError
 from engine._learning_rate import eta, window_mean
 from engine._outcome import diffusion, outcome_probability
+from engine._pair_load import load_weight
 from engine._sigma import sigma_mean, sigma_units
 from engine._state import PlayerState, Snapshot
 from engine._tiers import tier_step
@@ -73,7 +75,12 @@ def kill_probability(
     """P_ab with σ̄ over all tracked players, a and b at their post-decay σ (§3, step 6), under
     the configured link (the paper's arctangent unless `logistic_link`).
 
-    `stored_units_*` are sigma_units of a's and b's stored (pre-decay) σ, as counted in S."""
+    `stored_units_*` are sigma_units of a's and b's stored (pre-decay) σ, as counted in S.
+    With the opt-in `own_sigma`, σ̄ is replaced by the mean of a's and b's own σ (`pair_sigma`)."""
+    if params.own_sigma:
+        return outcome_probability(
+            mu_a, mu_b, diffusion(pair_sigma(sigma_a, sigma_b), params), params
+        )
     units = (
         total_units
         + sigma_units(sigma_a, params)
@@ -83,6 +90,15 @@ def kill_probability(
     )
     d = diffusion(sigma_mean(units, count, params), params)
     return outcome_probability(mu_a, mu_b, d, params)
+
+
+def pair_sigma(sigma_a: float, sigma_b: float) -> float:
+    """(σ_a + σ_b)/2: the opt-in `own_sigma`'s stand-in for σ̄ in D = θ + λ·σ̄ (extends §3.2).
+
+    With σ̄ a pair with a newcomer (σ0 = 350) is predicted as confidently as two veterans of the
+    same μ gap; with the pair's own σ, D widens by λ·(σ0 − σ)/2 and P moves toward 1/2 where
+    either rating is still a guess. One add and a halving: exact on every platform."""
+    return (sigma_a + sigma_b) * 0.5
 
 
 def prediction(
@@ -252,14 +268,21 @@ def rate_kill(
     snapshot: Snapshot,
     params: Params,
     pair_last: int | None = None,
+    pair_load: int | None = None,
 ) -> KillOutcome:
     """Apply one counted event "a kills b at ts" (steps 5–13); S, P include a and b at stored σ.
 
-    `pair_last`: the last counted a→b time, for the opt-in repeat_window (None: none in memory)."""
+    `pair_last`: the last counted a→b time, for the opt-in repeat_window (None: none in memory).
+    `pair_load`: the pair's leaked load at ts (engine.leaked_load), required by the opt-in
+    pair_decay; EngineError without it, so a caller that keeps no loads cannot run it silently."""
     fa, fb = fields(a), fields(b)  # fa[1]: σ, fa[10]: window (StateFields)
     units_a, units_b = sigma_units(fa[1], params), sigma_units(fb[1], params)
     w_a, w_b = window_mean(fa[10]), window_mean(fb[10])
     weight = repeat_weight(pair_last, ts, params)
+    if params.pair_decay_ms:
+        if pair_load is None:
+            raise EngineError("pair_decay needs the pair's load (pair_load)")
+        weight *= load_weight(pair_load, params)
     p, next_a, next_b, delta = kill_update(
         _scalars(fa), w_a, units_a, _scalars(fb), w_b, units_b,
         ts, total_units, count, snapshot, params, weight,

@@ -83,10 +83,14 @@ class Params:
     repeat_window: float = 0.0  # seconds; > 0: a pair's repeat kill moves μ by min(1, gap/window)
     decay_grace: float = 0.0  # days; > 0: §5 decay and σ drift act on max(0, gap − decay_grace)
     logistic_link: float = 0.0  # 1: P_ab = 1/(1 + e^−z), z = (4/π)(μ_a − μ_b)/D, not the arctan
+    # Issue 29 (docs/evaluation.md, "Streams it was not tuned on"); 0 = off = the paper.
+    own_sigma: float = 0.0  # 1: D = θ + λ·(σ_a + σ_b)/2, the two players' own σ, not σ̄
+    pair_decay: float = 0.0  # seconds H; > 0: a pair's kill weighs (H/(H + L))², L its leaky load
 
     # Derived once (exact integers / fractions), never set by callers.
     cooldown_ms: int = dataclasses.field(init=False, repr=False, compare=False)
     repeat_window_ms: int = dataclasses.field(init=False, repr=False, compare=False)
+    pair_decay_ms: int = dataclasses.field(init=False, repr=False, compare=False)
     # How long a pair's last counted time matters: max(cooldown, repeat window), in ms.
     pair_memory_ms: int = dataclasses.field(init=False, repr=False, compare=False)
     active_ms: int = dataclasses.field(init=False, repr=False, compare=False)
@@ -109,6 +113,9 @@ class Params:
         repeat_ms = _whole_ms(self.repeat_window, MS_PER_SECOND, "repeat_window")
         object.__setattr__(self, "repeat_window_ms", repeat_ms)
         object.__setattr__(self, "pair_memory_ms", max(self.cooldown_ms, repeat_ms))
+        object.__setattr__(
+            self, "pair_decay_ms", _whole_ms(self.pair_decay, MS_PER_SECOND, "pair_decay")
+        )
         # floor(log2(sigma_min)) exactly: frexp gives sigma_min = m * 2**e with m in [0.5, 1).
         object.__setattr__(self, "sigma_k", 52 - (math.frexp(self.sigma_min)[1] - 1))
         object.__setattr__(self, "sigma_scale", math.ldexp(1.0, self.sigma_k))
@@ -218,6 +225,8 @@ def _validate(p: Params) -> None:
         (p.repeat_window >= 0, "repeat_window >= 0"),
         (p.decay_grace >= 0, "decay_grace >= 0"),
         (p.logistic_link in (0, 1), "logistic_link is 0 or 1"),
+        (p.own_sigma in (0, 1), "own_sigma is 0 or 1"),
+        (p.pair_decay >= 0, "pair_decay >= 0"),
     ]
     for ok, rule in rules:
         if not ok:

@@ -105,6 +105,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="override an ADR parameter (engine.Params), repeatable",
     )
     parser.add_argument(
+        "--generalize",
+        action="store_true",
+        help="instead of the §10 suite: every system on the named tuning and held-out settings "
+        "(evaluation/_settings.py) and the issue-29 targets; takes --seeds, --quick, --jobs, "
+        "--out, --systems, --no-long (docs/evaluation.md, 'Streams it was not tuned on')",
+    )
+    parser.add_argument(
+        "--settings",
+        default="held-out",
+        help="with --generalize: which settings to run, held-out, tuning or all "
+        "(default: %(default)s)",
+    )
+    parser.add_argument(
         "--jobs",
         type=int,
         default=os.cpu_count() or 1,
@@ -197,6 +210,10 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         return run_events(args, _log)
     started = time.perf_counter()
+    if args.generalize:
+        from evaluation._generalize_cli import run_generalize
+
+        return run_generalize(args, started)
     try:
         overrides = {**profile_overrides(args.profile or "paper"), **_overrides(args.param)}
         Params.from_overrides(overrides)

@@ -63,6 +63,7 @@ COMPILED: Final = (
     "engine/_update.py",
     "engine/_kill.py",
     "engine/_pairs.py",
+    "engine/_pair_load.py",
     "engine/_store.py",
     "engine/_book.py",
     "engine/_adr_model.py",

@@ -63,7 +63,8 @@ for i in range(20_000):
     ts += rng.choice([0, 1, 700, 30_000, 3_600_000, 8 * DAY])
     at = ts - (rng.randrange(900_000) if rng.random() < 0.05 else 0)  # some out of order
     a, b = rng.sample(sorted(states), 2)
-    kill = rate_kill(states[a], states[b], at, total, len(states), snapshot, params)
+    # pair_load 0 (ignored unless pair_decay is on): the profile "general" rates here too
+    kill = rate_kill(states[a], states[b], at, total, len(states), snapshot, params, None, 0)
     states[a], states[b], total = kill.attacker, kill.victim, total + kill.sigma_units_delta
     out.append((kill.p_ab, msgspec.msgpack.encode(list(script_items(kill.attacker)))))
 out.append([(player, state, player_values(state)) for player, state in sorted(states.items())])
@@ -137,7 +138,7 @@ def _compiled_python() -> str:
 
 
 @pytest.mark.parametrize("script", [REPLAY, STATES], ids=["book", "states"])
-@pytest.mark.parametrize("profile", ["paper", "recommended"])
+@pytest.mark.parametrize("profile", ["paper", "recommended", "general"])
 def test_compiled_engine_is_bit_identical_to_the_pure_one(
     tmp_path: Path, profile: str, script: str
 ) -> None:
