@@ -21,11 +21,23 @@ version, an invalid setting: consumer/_kafka_faults.py's Action.EXIT). Every oth
 log = logging.getLogger("adr.consumer")
 
 
+def refuse_offline_only(params: Params) -> None:
+    """Raise ConsumerError for parameters the engine runs offline only: `pair_decay` needs each
+    pair's leaky load, which the consumer does not keep in Redis (it would fail at the first
+    counted kill, and a restart would fail again: a crash loop instead of a clear refusal)."""
+    if params.pair_decay:
+        raise ConsumerError(
+            "pair_decay (set by --profile general) runs offline only (adr replay, adr evaluate):"
+            " the consumer keeps no per-pair load in Redis yet"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
     _log.setup()
     try:
         config = from_args(args)
         params = Params.from_overrides(dict(config.params))
+        refuse_offline_only(params)
     except (ConsumerError, ParamError) as exc:
         log.error("bad configuration", extra={"error": str(exc)})
         return EXIT_CONFIG

@@ -71,3 +71,29 @@ def test_kafka_debug_reaches_librdkafka_and_its_lines_are_logged(
         kafka_log.setLevel(logging.NOTSET)
     debug_lines = [r for r in caplog.records if r.name == "adr.consumer.kafka"]
     assert any(r.levelno == logging.DEBUG for r in debug_lines)
+
+
+def test_a_profile_the_consumer_cannot_run_is_refused_at_start() -> None:
+    """`--profile general` sets pair_decay, which needs a per-pair load the consumer does not
+    keep: `adr consume` exits 2 saying so, before connecting to anything (no crash loop at the
+    first counted kill)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1",
+        "REDIS_URL": "redis://127.0.0.1:1/0",
+    }
+    for flags in (["--profile", "general"], ["--param", "pair_decay=600"]):
+        done = subprocess.run(
+            [sys.executable, "-m", "adr_cli", "consume", *flags],
+            env=env, capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        assert done.returncode == 2, done.stderr
+        assert "pair_decay" in done.stderr and "offline only" in done.stderr
+    from consumer.cli import refuse_offline_only
+    from engine import profile_overrides
+
+    refuse_offline_only(Params.from_overrides(profile_overrides("recommended")))  # no error
