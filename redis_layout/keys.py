@@ -126,6 +126,15 @@ class Keys:
     def player(self, player_id: str) -> str:
         return f"{self.prefix}player:{player_id}"
 
+    def history(self, player_id: str) -> str:
+        """A player's recent rating changes (a list, oldest first, bounded): written by the
+        history reader (serve/history.py) from the rating-changes topic, read by `adr serve`."""
+        return f"{self.prefix}history:{player_id}"
+
+    def season(self, season_id: str) -> str:
+        """The archived final standings of a closed season (a hash: serve/seasons.py)."""
+        return f"{self.prefix}season:{season_id}"
+
     def cooldown(self, attacker: str, victim: str) -> str:
         """`cd:<len(attacker)>:<attacker><victim>`: the last counted attacker -> victim."""
         # The attacker's length makes the pair unambiguous without a separator.
