@@ -27,6 +27,7 @@ COPY loadgen ./loadgen
 COPY leaderboard ./leaderboard
 COPY redis_layout ./redis_layout
 COPY schemas ./schemas
+COPY serve ./serve
 COPY stack ./stack
 COPY tierjob ./tierjob
 # The versions the tests ran with (constraints.txt; pyproject's [build-system] pins mypy, which

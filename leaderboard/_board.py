@@ -25,7 +25,7 @@ import redis
 
 from engine import TIER_LABELS
 from leaderboard._errors import PlayerNotFound
-from redis_layout import Keys, check_layout, scripts
+from redis_layout import CorruptValue, Keys, check_layout, scripts
 from redis_layout.history_codec import HistoryPoint, decode_history_point
 
 Ties = Literal["unique", "shared"]
@@ -190,11 +190,15 @@ class Board:
         version, computed_at, raw = self._r.hmget(
             self._keys.snapshot, "version", "computed_at", "boundaries"
         )
-        values = json.loads(raw) if raw else None
+        try:
+            values = json.loads(raw) if raw else None
+        except ValueError:
+            values = "not JSON"
         if values is not None and (
-            not isinstance(values, list) or not all(isinstance(v, float | int) for v in values)
+            not isinstance(values, list)
+            or not all(type(v) is float or type(v) is int for v in values)
         ):
-            raise ValueError(f"unreadable tier boundaries in {self._keys.snapshot}")
+            raise CorruptValue("snapshot", self._keys.snapshot, "boundaries: not a list of numbers")
         return Boundaries(
             int(version or 0),
             int(computed_at or 0),

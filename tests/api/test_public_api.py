@@ -33,6 +33,7 @@ ROOTS = {
     "redis_layout": "LayoutError",
     "runtime": "RuntimeConfigError",
     "schemas": "SchemaError",
+    "serve": "ServeError",
     "stack": "StackError",
     "tierjob": "TierJobError",
 }

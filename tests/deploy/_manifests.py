@@ -20,6 +20,7 @@ GRAFANA_PROVISIONING = DEPLOY / "grafana" / "provisioning"
 Doc = dict[str, Any]
 CONSUMER = "adr-consumer"
 TIERJOB = "adr-tierjob"
+SERVE = "adr-serve"
 
 
 def load_yaml_docs(path: Path) -> list[Doc]:
@@ -64,6 +65,14 @@ def secret_keys_used(objects: list[Doc], auth: Doc) -> dict[str, set[str]]:
         kafka_file = config_map(objects, dep)["data"]["ADR_KAFKA_CONFIG_FILE"]
         assert kafka_file == f"{mounts['kafka-secret']}/client.properties"
         out.setdefault(secrets["kafka-secret"], set()).add("client.properties")
+    dep = one(objects, "Deployment", SERVE)  # reads Redis only, as the read-only user
+    env = {e["name"]: e["value"] for e in container(dep)["env"]}
+    mounts = {m["name"]: m["mountPath"] for m in container(dep)["volumeMounts"]}
+    secrets = {
+        v["name"]: v["secret"]["secretName"] for v in dep["spec"]["template"]["spec"]["volumes"]
+    }
+    assert env["REDIS_URL_FILE"] == f"{mounts['redis-secret']}/reader-url"
+    out.setdefault(secrets["redis-secret"], set()).add("reader-url")
     return out
 
 

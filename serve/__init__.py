@@ -1,0 +1,12 @@
+"""`adr serve`: the read-only HTTP API over a rating pool's leaderboards (docs/api.md), its page
+(serve/static), and the rating-history reader that fills the profiles' history.
+
+Exceptions: `ServeError` (root) ← `BadCursor` (a page cursor this server did not write).
+"""
+
+from serve._app import create_app
+from serve._config import Config
+from serve._cursor import decode_cursor, encode_cursor
+from serve._errors import BadCursor, ServeError
+
+__all__ = ["BadCursor", "Config", "ServeError", "create_app", "decode_cursor", "encode_cursor"]
