@@ -1,5 +1,6 @@
 """`adr serve`: the read-only HTTP API over a rating pool's leaderboards (docs/api.md), its page
-(serve/static), and the rating-history reader that fills the profiles' history.
+(serve/static), and the rating-history reader that fills the profiles' history (history.py, the
+`adr history` process with history_cli.py).
 
 Exceptions: `ServeError` (root) ← `BadCursor` (a page cursor this server did not write).
 """
