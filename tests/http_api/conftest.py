@@ -4,7 +4,15 @@ the app reading as `adr-reader` (tests/examples/test_readers_acl.py renders the 
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 
 import pytest
@@ -16,6 +24,7 @@ from redis_layout import Keys, stamp_layout
 from redis_layout.history_codec import HistoryPoint, encode_history_point
 from serve import Config, create_app
 from stack import RedisServer
+from stack._ports import free_port
 from stack.secured import plain_redis
 from tests.examples.test_readers_acl import PASSWORDS, _render_as_the_readme_says
 
@@ -102,3 +111,39 @@ def admin(acl_server: RedisServer) -> Iterator[redis.Redis]:
         yield client
     finally:
         client.close()
+
+
+@contextlib.contextmanager
+def running_serve(redis_url: str, *flags: str) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`adr serve` as a process on a free port, ready (its /readyz answered 200): (base URL,
+    process); stopped with SIGTERM on exit (the caller checks the status where it cares)."""
+    port = free_port()
+    env = {**os.environ, "REDIS_URL": redis_url, "ADR_SERVE_PORT": str(port)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "adr_cli.main", "serve", *flags],
+        env=env, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                if http_get(base + "/readyz")[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert proc.poll() is None and time.monotonic() < deadline, "adr serve did not start"
+            time.sleep(0.2)
+        yield base, proc
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=20)
+
+
+def http_get(url: str) -> tuple[int, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            return answer.status, answer.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
