@@ -155,9 +155,8 @@ class Board:
         args: list[object] = [max(0, n)]
         if after is not None:
             args += [repr(float(after[0])), after[1]]
-        start0, flat, above = self._page([self._keys.lb], args)
-        pairs = [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
-        entries = self._entries(int(start0) + 1, pairs, int(above))
+        start0, flat, above, tiers = self._page([self._keys.lb], [*args, self._keys.player_prefix])
+        entries = self._scripted_entries(int(start0) + 1, flat, int(above), tiers)
         last = entries[-1] if entries and len(entries) == n else None
         return Page(entries, None if last is None else (last.mu, last.player))
 
@@ -223,12 +222,11 @@ class Board:
         """The placed players within k ranks of `player`, best first; PlayerNotFound if unplaced
         (or unknown). Rank and range from one state (around.lua)."""
         self._check_layout()
-        answer = self._around([self._keys.lb], [player, max(0, k)])
+        answer = self._around([self._keys.lb], [player, max(0, k), self._keys.player_prefix])
         if not answer:
             raise PlayerNotFound(f"player {player!r} is not on the leaderboard")
-        rank0, flat, above = answer
-        pairs = [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
-        return self._entries(max(0, int(rank0) - max(0, k)) + 1, pairs, int(above))
+        rank0, flat, above, tiers = answer
+        return self._scripted_entries(max(0, int(rank0) - max(0, k)) + 1, flat, int(above), tiers)
 
     def tier(self, player: str) -> PlayerTier:
         """A player's tier label (None while unplaced); PlayerNotFound if untracked."""
@@ -292,6 +290,17 @@ class Board:
             else:
                 ranks.append(ranks[-1] if mu == mus[i - 1] else first_rank + i)
         return ranks
+
+    def _scripted_entries(
+        self, first_rank: int, flat: list[bytes], above: int, tiers: list[bytes | None]
+    ) -> list[Entry]:
+        """The rows a script read with their tiers, all from its one state."""
+        mus = [float(flat[i + 1]) for i in range(0, len(flat), 2)]
+        ranks = self._ranks(first_rank, mus, above)
+        return [
+            Entry(rank, _text(flat[2 * i]), mu, _text(tier) if tier else None)
+            for i, (rank, mu, tier) in enumerate(zip(ranks, mus, tiers, strict=True))
+        ]
 
     def _entries(
         self, first_rank: int, pairs: list[tuple[bytes, float]], above: int

@@ -1,9 +1,10 @@
--- KEYS: lb.  ARGV: n, and optionally score, member (the cursor: the last row of the previous
--- page).  Read-only (EVAL_RO): the leaderboard reader's page of `top`, the n rows that follow
+-- KEYS: lb.  ARGV: n, then optionally score, member (the cursor: the last row of the previous
+-- page), and last the player-hash key prefix (`{ns}:player:`; the hashes share lb's slot).  Read-only (EVAL_RO): the leaderboard reader's page of `top`, the n rows that follow
 -- (score, member) in the board's order (score descending, equal scores by member in descending
 -- byte order, as ZREVRANGE orders them), or the first n without a cursor, from one state:
--- {start0, {member, score, ...}, above}. start0 is the 0-based rank of the first row; `above`
--- counts the members with a score strictly above the first row's (its shared rank - 1).
+-- {start0, {member, score, ...}, above, {tier, ...}}. start0 is the 0-based rank of the first
+-- row; `above` counts the members with a score strictly above the first row's (its shared rank
+-- - 1); the tiers are the rows' players' `tier` fields (false where absent), from the same state.
 --
 -- The cursor names a position in that total order, not a row: the page starts strictly after it
 -- whether or not the member is still there at that score. Where it is (the common case) its rank
@@ -12,7 +13,7 @@
 -- follows the server's collation locale, not Redis's byte order).
 local n = tonumber(ARGV[1])
 local start = 0
-if ARGV[2] then
+if #ARGV == 4 then
   local score, member = ARGV[2], ARGV[3]
   local at = redis.call('ZSCORE', KEYS[1], member)
   if at and tonumber(at) == tonumber(score) then
@@ -33,8 +34,12 @@ if ARGV[2] then
     end
   end
 end
-if n < 1 then return {start, {}, 0} end
+if n < 1 then return {start, {}, 0, {}} end
 local rows = redis.call('ZREVRANGE', KEYS[1], start, start + n - 1, 'WITHSCORES')
 local above = 0
 if rows[2] then above = redis.call('ZCOUNT', KEYS[1], '(' .. rows[2], '+inf') end
-return {start, rows, above}
+local tiers = {}
+for i = 1, #rows, 2 do
+  tiers[#tiers + 1] = redis.call('HGET', ARGV[#ARGV] .. rows[i], 'tier')
+end
+return {start, rows, above, tiers}
