@@ -23,6 +23,7 @@ from engine._errors import EngineError, ParamError
 from engine._kill import KillOutcome, predict, rate_kill
 from engine._learning_rate import eta, eta_base, eta_streak, eta_trend, eta_vol, window_mean
 from engine._outcome import diffusion, outcome_probability, p_ab, p_ab_logistic
+from engine._season import SeasonReset, soft_reset
 from engine._sigma import sigma_mean, sigma_units
 from engine._snapshot import (
     activity_time,
@@ -71,6 +72,7 @@ __all__ = [
     "Params",
     "PlayerState",
     "RatingBook",
+    "SeasonReset",
     "Snapshot",
     "Verdict",
     "activity_time",
@@ -113,6 +115,7 @@ __all__ = [
     "sigma_units",
     "smoothed",
     "soft_floor",
+    "soft_reset",
     "take_snapshot",
     "tier_label",
     "tier_of",
