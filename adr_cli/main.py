@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("tierjob.cli", "take the population snapshot and publish tier boundaries"),
     "leaderboard": ("leaderboard.cli", "read the live leaderboard from Redis"),
     "serve": ("serve.cli", "serve the leaderboard HTTP API and page (read-only)"),
+    "season": ("serve.season_cli", "close a season: archive its standings, start the next"),
     "history": ("serve.history_cli", "keep each player's recent rating changes for adr serve"),
     "evaluate": ("evaluation.cli", "run the paper's Section 10 protocol against baselines"),
     "check": ("adr_cli.check", "judge kill-event messages (file, hex lines, topic sample, DLQ)"),

@@ -123,11 +123,20 @@ class _ReadOnlyScript:
 class Board:
     """The leaderboard of one namespace."""
 
-    def __init__(self, client: redis.Redis, namespace: str, ties: Ties = "unique") -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        namespace: str,
+        ties: Ties = "unique",
+        season: str | None = None,
+    ) -> None:
+        """`season`: read a closed season's archived final board instead of the live one
+        (`adr season close`; its players' archived fields stand in for their hashes)."""
         if ties not in TIES:
             raise ValueError(f"unknown tie policy {ties!r} (one of {', '.join(TIES)})")
         self._r = client
-        self._keys = Keys.of(namespace)
+        live = Keys.of(namespace)
+        self._keys = live if season is None else live.archive(season)
         self._ties = ties
         self._around = _ReadOnlyScript(client, scripts.AROUND)
         self._page = _ReadOnlyScript(client, scripts.PAGE)

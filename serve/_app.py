@@ -16,7 +16,7 @@ import redis
 from litestar import Litestar, MediaType, Request, Response, get
 from litestar.exceptions import ValidationException
 from litestar.openapi import OpenAPIConfig
-from litestar.params import Parameter
+from litestar.params import Parameter, PathParameter
 from litestar.static_files import create_static_files_router
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
@@ -30,15 +30,25 @@ from serve._cursor import decode_cursor, encode_cursor
 from serve._errors import BadCursor
 from serve._metrics import Metrics
 from serve._models import (
+    CurrentSeason,
     PlayerProfile,
     Point,
     Problem,
     Row,
     Rows,
+    Season,
+    Seasons,
     TierRow,
     Tiers,
     TiesName,
     TopPage,
+)
+from serve.seasons import (
+    SeasonError,
+    check_season_id,
+    closed_seasons,
+    current_season,
+    is_closed,
 )
 
 _log = logging.getLogger("adr.serve")
@@ -150,6 +160,62 @@ def create_app(config: Config, client: redis.Redis, registry: CollectorRegistry)
         answer = Tiers(table.placed, table.tracked, published.version, published.computed_at, rows)
         return _cached(request, answer, live_cache)
 
+    archive_cache = "public, max-age=86400"
+    archives: dict[tuple[str, str], Board] = {}
+
+    def archived(season: str, ties: str | None) -> tuple[TiesName, Board]:
+        try:
+            check_season_id(season)
+        except SeasonError as exc:
+            raise ValidationException(str(exc)) from None
+        name: TiesName = ties or config.ties  # type: ignore[assignment]
+        found = archives.get((season, name))
+        if found is None:
+            if not is_closed(client, config.namespace, season):
+                raise PlayerNotFound(f"no closed season {season!r}")
+            found = archives[(season, name)] = Board(client, config.namespace, name, season)
+        return name, found
+
+    @get("/v1/seasons", sync_to_thread=True, summary="The closed seasons and the current one")
+    def seasons(request: Request[Any, Any, Any]) -> Response[Seasons]:
+        current = current_season(client, config.namespace)
+        answer = Seasons(
+            None if current is None else CurrentSeason(current.id, current.started_at),
+            [
+                Season(s.id, s.closed_at, s.players)
+                for s in closed_seasons(client, config.namespace)
+            ],
+        )
+        return _cached(request, answer, live_cache)
+
+    @get(
+        "/v1/seasons/{season:str}/top", sync_to_thread=True, summary="A closed season's final board"
+    )
+    def season_top(
+        request: Request[Any, Any, Any],
+        season: Annotated[str, PathParameter(description="a closed season's id")],
+        limit: Size = config.page_size,
+        cursor: Annotated[
+            str | None, Parameter(description="next_cursor of the previous page")
+        ] = None,
+        ties: _Ties = None,
+    ) -> Response[TopPage]:
+        name, b = archived(season, ties)
+        after = None if cursor is None else decode_cursor(cursor, config.max_id_bytes)
+        page = b.page(after, limit)
+        nxt = None if page.next_after is None else encode_cursor(*page.next_after)
+        return _cached(request, TopPage(name, _rows(page.entries), nxt), archive_cache)
+
+    @get("/v1/seasons/{season:str}/rank", sync_to_thread=True, summary="A player's final standing")
+    def season_rank(
+        request: Request[Any, Any, Any],
+        season: Annotated[str, PathParameter(description="a closed season's id")],
+        player: Player,
+        ties: _Ties = None,
+    ) -> Response[Row]:
+        _, b = archived(season, ties)
+        return _cached(request, _row(b.rank(player_id(player))), archive_cache)
+
     @get("/livez", sync_to_thread=False, include_in_schema=False)
     def livez() -> str:
         return "ok\n"
@@ -181,7 +247,21 @@ def create_app(config: Config, client: redis.Redis, registry: CollectorRegistry)
         include_in_schema=False,
     )
     return Litestar(
-        [top, rank, around, friends, profile, tiers, livez, readyz, scrape, static],
+        [
+            top,
+            rank,
+            around,
+            friends,
+            profile,
+            tiers,
+            seasons,
+            season_top,
+            season_rank,
+            livez,
+            readyz,
+            scrape,
+            static,
+        ],
         exception_handlers=handlers,  # type: ignore[arg-type]
         middleware=[metrics.middleware],
         openapi_config=OpenAPIConfig(

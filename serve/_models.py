@@ -77,3 +77,22 @@ class Problem(msgspec.Struct, frozen=True):
 
     status_code: int
     detail: str
+
+
+class Season(msgspec.Struct, frozen=True):
+    id: str
+    closed_at_ms: int
+    players: int
+    """Placed players archived."""
+
+
+class CurrentSeason(msgspec.Struct, frozen=True):
+    id: str
+    started_at_ms: int
+
+
+class Seasons(msgspec.Struct, frozen=True):
+    current: CurrentSeason | None
+    """Null until the first `adr season close`."""
+    closed: list[Season]
+    """Oldest first."""

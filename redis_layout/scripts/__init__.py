@@ -43,6 +43,8 @@ RANK: Final = _source("rank.lua")
 """The leaderboard reader's read of one player's rank, μ and tier (read-only)."""
 HISTORY_APPEND: Final = _source("history_append.lua")
 """The history reader's ordered, idempotent append to a player's history list (serve/history.py)."""
+SEASON_CLOSE: Final = _source("season_close.lua")
+"""`adr season close`'s atomic archive of the board (serve/seasons.py)."""
 PAGE: Final = _source("page.lua")
 """The leaderboard reader's page of the board after a cursor (read-only)."""
 PROFILE: Final = _source("profile.lua")
