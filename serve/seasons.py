@@ -47,7 +47,8 @@ class CurrentSeason:
 
 def check_season_id(season_id: str) -> str:
     if not SEASON_ID.fullmatch(season_id):
-        raise SeasonError(f"bad season id {season_id!r}: 1-32 of A-Z a-z 0-9 . _ -")
+        shown = season_id if len(season_id) <= 40 else season_id[:40] + "…"
+        raise SeasonError(f"bad season id {shown!r}: 1-32 of A-Z a-z 0-9 . _ -")
     return season_id
 
 

@@ -21,6 +21,7 @@ Doc = dict[str, Any]
 CONSUMER = "adr-consumer"
 TIERJOB = "adr-tierjob"
 SERVE = "adr-serve"
+HISTORY = "adr-history"
 
 
 def load_yaml_docs(path: Path) -> list[Doc]:
@@ -54,7 +55,9 @@ def secret_keys_used(objects: list[Doc], auth: Doc) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for ref in auth["spec"]["secretTargetRef"]:
         out.setdefault(ref["name"], set()).add(ref["key"])
-    for name, url_key in ((CONSUMER, "consumer-url"), (TIERJOB, "tierjob-url")):
+    for name, url_key in (
+        (CONSUMER, "consumer-url"), (TIERJOB, "tierjob-url"), (HISTORY, "history-url")
+    ):  # fmt: skip
         dep = one(objects, "Deployment", name)
         pod, c = dep["spec"]["template"]["spec"], container(dep)
         env = {e["name"]: e["value"] for e in c["env"]}

@@ -5,6 +5,7 @@ pages and their cursors, the tie policies, the caching headers, the limits on ev
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 import redis
@@ -152,6 +153,7 @@ def test_every_read_was_allowed_to_the_read_only_user(
         ("/v1/friends", {"id": "bob"}),
         ("/v1/profile", {"player": "alice"}),
         ("/v1/tiers", {}),
+        ("/v1/seasons", {}),
     ]:
         assert api.get(path, params=params).status_code == 200
     assert admin.acl_log() == []
@@ -169,7 +171,14 @@ _PARAMS = st.lists(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
-    path=st.sampled_from(["/v1/top", "/v1/rank", "/v1/around", "/v1/friends", "/v1/profile"]),
+    path=st.one_of(
+        st.sampled_from(["/v1/top", "/v1/rank", "/v1/around", "/v1/friends", "/v1/profile"]),
+        st.builds(
+            lambda season, end: f"/v1/seasons/{quote(season, safe='')}/{end}",
+            st.text(min_size=1, max_size=40),
+            st.sampled_from(["top", "rank"]),
+        ),
+    ),
     params=_PARAMS,
 )
 def test_no_input_gets_a_5xx(

@@ -108,4 +108,6 @@ def test_the_api_serves_a_closed_season_and_the_cli_closes_one(
         assert api.get("/v1/rank", params={"player": "p0000"}).json()["rank"] == 1
         assert api.get("/v1/seasons/nope/top").status_code == 404
         assert api.get("/v1/seasons/a:b/top").status_code == 400
+        long = api.get("/v1/seasons/" + "a" * 5000 + "/top")
+        assert long.status_code == 400 and len(long.text) < 300  # the id is not echoed whole
         assert api.get("/v1/seasons/2026-s1/rank", params={"player": "zz"}).status_code == 404
