@@ -89,6 +89,9 @@ class Config:
                 raise ServeError(f"--{name.replace('_', '-')} must be >= 1")
         if self.page_size > self.max_page_size:
             raise ServeError("--page-size must be <= --max-page-size")
+        if self.threads > self.redis_connections:
+            # each thread may hold a connection; redis-py refuses one past the pool's size
+            raise ServeError("--threads must be <= --redis-connections")
         for name in ("history_points", "cache_max_age", "port", "metrics_port"):
             if getattr(self, name) < 0:
                 raise ServeError(f"--{name.replace('_', '-')} must be >= 0")

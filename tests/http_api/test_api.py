@@ -213,3 +213,34 @@ def test_an_unknown_layout_or_a_refused_read_is_a_503_with_the_reason(
     with TestClient(create_app(Config(namespace="future"), reader, CollectorRegistry())) as c:
         answer = c.get("/v1/rank", params={"player": "alice"})
         assert answer.status_code == 503 and answer.json()["detail"].startswith("denied")
+
+
+def test_redis_down_is_a_503_and_not_ready() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from serve import Config, create_app
+    from stack._ports import free_port
+
+    down = redis.Redis(port=free_port(), socket_connect_timeout=1)
+    with TestClient(create_app(Config(), down, CollectorRegistry())) as c:
+        answer = c.get("/v1/rank", params={"player": "alice"})
+        assert answer.status_code == 503 and answer.json()["detail"].startswith("redis")
+        assert c.get("/readyz").status_code == 503
+        assert c.get("/livez").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("settings", "why"),
+    [
+        ({"ties": "dense"}, "--ties"),
+        ({"page_size": 0}, "--page-size"),
+        ({"page_size": 300}, "<= --max-page-size"),
+        ({"threads": 100}, "<= --redis-connections"),
+        ({"port": -1}, "--port"),
+    ],
+)
+def test_settings_that_cannot_be_used_are_refused(settings: dict[str, Any], why: str) -> None:
+    from serve import Config, ServeError
+
+    with pytest.raises(ServeError, match=why):
+        Config(**settings)
