@@ -23,7 +23,8 @@ def test_flags_over_env_over_file_over_defaults(tmp_path: Path) -> None:
     path.write_text(
         'namespace = "pool1"\npage_size = 10\n[serve]\npage_size = 12\nties = "shared"\n'
         "port = 9000\n[consume]\nbatch_size = 5\n[params]\ntier_shares = "
-        "[0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.05, 0.05, 0.025, 0.025, 0.025, 0.0125, 0.0125]\n"
+        "[0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.05, 0.05, 0.025, 0.025, 0.025, 0.0125, "
+        "0.0125]\n"
     )
     env = {"ADR_CONFIG_FILE": str(path), "ADR_SERVE_PORT": "9100"}
     config = config_from_args(_args("--port", "9200"), env)
