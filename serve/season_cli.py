@@ -37,7 +37,7 @@ class _Pool:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = "exit status: 0 done, 1 season archived already, 2 usage, 3 Redis failed"
     add_settings_arguments(parser, _Pool, config_file=False)
-    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", help="what to do")
     actions.required = True
     close = actions.add_parser(
         "close", help="archive the final standings and start the next season"
