@@ -45,6 +45,7 @@ COPY runtime ./runtime
 COPY leaderboard ./leaderboard
 COPY redis_layout ./redis_layout
 COPY schemas ./schemas
+COPY serve ./serve
 COPY tierjob ./tierjob
 # The versions the tests ran with (constraints.txt; pyproject's [build-system] pins mypy, which
 # pip installs only into the isolated build environment). `status` from / : not the sources.

@@ -37,6 +37,7 @@ from engine._model_book import ModelBook
 from engine._models import MODELS, model_named
 from engine._outcome import diffusion, outcome_probability, p_ab, p_ab_logistic
 from engine._pair_load import leaked_load, load_after, load_weight
+from engine._season import SeasonReset, soft_reset
 from engine._sigma import sigma_mean, sigma_units
 from engine._snapshot import (
     activity_time,
@@ -106,6 +107,7 @@ __all__ = [
     "PlayerState",
     "RatingBook",
     "RatingModel",
+    "SeasonReset",
     "Snapshot",
     "TrueSkillConfig",
     "TrueSkillModel",
@@ -164,6 +166,7 @@ __all__ = [
     "sigma_units",
     "smoothed",
     "soft_floor",
+    "soft_reset",
     "take_snapshot",
     "tier_label",
     "tier_of",

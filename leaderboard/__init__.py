@@ -5,7 +5,29 @@ tier job write (docs/leaderboards.md).
 Exceptions: `LeaderboardError` (root) ← `PlayerNotFound` (no such player, or not placed).
 """
 
-from leaderboard._board import Board, Entry, PlayerTier, TierTable
+from leaderboard._board import (
+    TIES,
+    Board,
+    Boundaries,
+    Entry,
+    Page,
+    PlayerTier,
+    Profile,
+    TierTable,
+    Ties,
+)
 from leaderboard._errors import LeaderboardError, PlayerNotFound
 
-__all__ = ["Board", "Entry", "LeaderboardError", "PlayerNotFound", "PlayerTier", "TierTable"]
+__all__ = [
+    "TIES",
+    "Board",
+    "Boundaries",
+    "Entry",
+    "LeaderboardError",
+    "Page",
+    "PlayerNotFound",
+    "PlayerTier",
+    "Profile",
+    "TierTable",
+    "Ties",
+]

@@ -1,7 +1,10 @@
 """Reads of the live leaderboard (`{ns}:lb`, player hashes, `{ns}:tier_counts`), O(log P + rows).
 
-Ranks are 1-based positions in `{ns}:lb` by μ, best first; equal μ are ordered as Redis orders
-them (by player id, descending), so every player has one rank.
+Ranks are 1-based, best first, by one of two tie policies (`Ties`): "unique", the position in
+`{ns}:lb` (equal μ ordered as Redis orders them, by player id in descending byte order, so every
+player has a rank of their own: 1, 2, 3); or "shared", one plus the number of players with a
+strictly higher μ (equal μ share the rank and the next rank is skipped: 1, 2, 2, 4). The order of
+the rows is the same under both.
 
 Every read works for the read-only ACL user of deploy/redis/acl-users.acl: plain read commands,
 and where two keys must come from one state, a read-only script (EVALSHA_RO, EVAL_RO when Redis
@@ -13,15 +16,20 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 from collections.abc import Sequence
 from fractions import Fraction
-from typing import Any
+from typing import Any, Final, Literal
 
 import redis
 
 from engine import TIER_LABELS
 from leaderboard._errors import PlayerNotFound
-from redis_layout import Keys, check_layout, scripts
+from redis_layout import CorruptValue, Keys, check_layout, scripts
+from redis_layout.history_codec import HistoryPoint, decode_history_point
+
+Ties = Literal["unique", "shared"]
+TIES: Final[tuple[Ties, ...]] = ("unique", "shared")
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -59,6 +67,43 @@ class TierTable:
     """All tracked players (P), placed or not."""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Page:
+    """One page of the board: its rows, and the cursor of the next page (the last row's μ and id;
+    None when the page came out short: nothing follows it now)."""
+
+    entries: list[Entry]
+    next_after: tuple[float, str] | None
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Profile:
+    """One player's standing and stored state, with the recent rating history (oldest first)."""
+
+    player: str
+    rank: int | None
+    mu: float
+    sigma: float | None
+    tier: str | None
+    events: int
+    """Counted kills and deaths (`n`)."""
+    last_ts: int | None
+    """Time of the last counted event, ms since the epoch."""
+    version: int
+    """Rating changes applied so far (`ver`, the seq of the latest)."""
+    history: list[HistoryPoint]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Boundaries:
+    """The published calibration: tier k holds boundaries[k-1] <= μ < boundaries[k-2]."""
+
+    version: int
+    computed_at: int
+    boundaries: list[float] | None
+    """The 14 boundaries, best tier's first; None before the first calibration."""
+
+
 class _ReadOnlyScript:
     """A Lua script run with EVALSHA_RO, and EVAL_RO when Redis has not cached it (EVAL_RO
     caches it): the read-only user may run neither SCRIPT LOAD nor EVAL."""
@@ -78,10 +123,24 @@ class _ReadOnlyScript:
 class Board:
     """The leaderboard of one namespace."""
 
-    def __init__(self, client: redis.Redis, namespace: str) -> None:
+    def __init__(
+        self,
+        client: redis.Redis,
+        namespace: str,
+        ties: Ties = "unique",
+        season: str | None = None,
+    ) -> None:
+        """`season`: read a closed season's archived final board instead of the live one
+        (`adr season close`; its players' archived fields stand in for their hashes)."""
+        if ties not in TIES:
+            raise ValueError(f"unknown tie policy {ties!r} (one of {', '.join(TIES)})")
         self._r = client
-        self._keys = Keys.of(namespace)
+        live = Keys.of(namespace)
+        self._keys = live if season is None else live.archive(season)
+        self._ties = ties
         self._around = _ReadOnlyScript(client, scripts.AROUND)
+        self._page = _ReadOnlyScript(client, scripts.PAGE)
+        self._profile = _ReadOnlyScript(client, scripts.PROFILE)
         self._rank = _ReadOnlyScript(client, scripts.RANK)
         self._tier_table = _ReadOnlyScript(client, scripts.TIER_TABLE)
         self._layout_checked = False
@@ -94,17 +153,75 @@ class Board:
         pairs: list[tuple[bytes, float]] = self._r.zrevrange(  # type: ignore[assignment]
             self._keys.lb, 0, n - 1, withscores=True
         )
-        return self._entries(1, pairs)
+        return self._entries(1, pairs, 0)
+
+    def page(self, after: tuple[float, str] | None, n: int) -> Page:
+        """The n rows that follow `after` (a μ and player id: the last row of the previous page)
+        in the board's order, or the first n without it, from one state (page.lua). `after` is a
+        position, not a row: the page continues strictly after it even if that player has moved
+        since, so a row that did not move between two reads is neither repeated nor skipped."""
+        self._check_layout()
+        args: list[object] = [max(0, n)]
+        if after is not None:
+            args += [repr(float(after[0])), after[1]]
+        start0, flat, above, tiers = self._page([self._keys.lb], [*args, self._keys.player_prefix])
+        entries = self._scripted_entries(int(start0) + 1, flat, int(above), tiers)
+        last = entries[-1] if entries and len(entries) == n else None
+        return Page(entries, None if last is None else (last.mu, last.player))
+
+    def profile(self, player: str, history: int) -> Profile:
+        """A player's rank, stored state and last `history` rating changes from one state
+        (profile.lua); PlayerNotFound if untracked."""
+        self._check_layout()
+        rank0, above, fields, points = self._profile(
+            [self._keys.lb, self._keys.player(player), self._keys.history(player)],
+            [player, max(0, history)],
+        )
+        mu, sigma, tier, n, last_ts, ver = fields
+        if mu is None:
+            raise PlayerNotFound(f"no player {player!r}")
+        return Profile(
+            player,
+            self._rank_of(rank0, above),
+            float(mu),
+            float(sigma) if sigma else None,
+            _text(tier) or None if tier else None,
+            int(n or 0),
+            int(last_ts) if last_ts else None,
+            int(ver or 0),
+            [decode_history_point(p) for p in points],
+        )
+
+    def boundaries(self) -> Boundaries:
+        """The published tier boundaries (`{ns}:snapshot`, one HMGET)."""
+        self._check_layout()
+        version, computed_at, raw = self._r.hmget(
+            self._keys.snapshot, "version", "computed_at", "boundaries"
+        )
+        try:
+            values = json.loads(raw) if raw else None
+        except ValueError:
+            values = "not JSON"
+        if values is not None and (
+            not isinstance(values, list)
+            or not all(type(v) is float or type(v) is int for v in values)
+        ):
+            raise CorruptValue("snapshot", self._keys.snapshot, "boundaries: not a list of numbers")
+        return Boundaries(
+            int(version or 0),
+            int(computed_at or 0),
+            None if values is None else [float(v) for v in values],
+        )
 
     def rank(self, player: str) -> Entry:
         """One player: rank, μ and tier (rank None if unplaced); PlayerNotFound if untracked.
         Rank and hash from one state (rank.lua)."""
         self._check_layout()
-        rank0, mu, tier = self._rank([self._keys.lb, self._keys.player(player)], [player])
+        rank0, mu, tier, above = self._rank([self._keys.lb, self._keys.player(player)], [player])
         if mu is None:
             raise PlayerNotFound(f"no player {player!r}")
         return Entry(
-            None if rank0 is None else int(rank0) + 1,
+            self._rank_of(rank0, above),
             player,
             float(mu),
             _text(tier) if tier else None,
@@ -114,12 +231,11 @@ class Board:
         """The placed players within k ranks of `player`, best first; PlayerNotFound if unplaced
         (or unknown). Rank and range from one state (around.lua)."""
         self._check_layout()
-        answer = self._around([self._keys.lb], [player, max(0, k)])
+        answer = self._around([self._keys.lb], [player, max(0, k), self._keys.player_prefix])
         if not answer:
             raise PlayerNotFound(f"player {player!r} is not on the leaderboard")
-        rank0, flat = answer
-        pairs = [(flat[i], float(flat[i + 1])) for i in range(0, len(flat), 2)]
-        return self._entries(max(0, int(rank0) - max(0, k)) + 1, pairs)
+        rank0, flat, above, tiers = answer
+        return self._scripted_entries(max(0, int(rank0) - max(0, k)) + 1, flat, int(above), tiers)
 
     def tier(self, player: str) -> PlayerTier:
         """A player's tier label (None while unplaced); PlayerNotFound if untracked."""
@@ -131,8 +247,8 @@ class Board:
 
     def friends(self, players: Sequence[str]) -> list[Entry]:
         """The placed players among `players` (a friends list), best first, ties by id
-        descending as ZREVRANGE orders them; `rank` is the position among them (one ZMSCORE:
-        the scores come from one state)."""
+        descending as ZREVRANGE orders them; `rank` is the rank among them by the tie policy
+        (one ZMSCORE: the scores come from one state)."""
         self._check_layout()
         unique = list(dict.fromkeys(players))
         if not unique:
@@ -140,7 +256,7 @@ class Board:
         scores: list[float | None] = self._r.zmscore(self._keys.lb, unique)
         placed = [(p, s) for p, s in zip(unique, scores, strict=True) if s is not None]
         placed.sort(key=lambda ps: (ps[1], ps[0].encode()), reverse=True)
-        return self._entries(1, [(p.encode(), s) for p, s in placed])
+        return self._entries(1, [(p.encode(), s) for p, s in placed], 0)
 
     def tiers(self, tier_shares: tuple[Fraction, ...]) -> TierTable:
         """Placed players per tier (the consumer's `{ns}:tier_counts`) against the target shares,
@@ -165,7 +281,39 @@ class Board:
             check_layout(self._r, self._keys)
             self._layout_checked = True
 
-    def _entries(self, first_rank: int, pairs: list[tuple[bytes, float]]) -> list[Entry]:
+    def _rank_of(self, rank0: int | None, above: int | None) -> int | None:
+        if rank0 is None:
+            return None
+        return int(rank0) + 1 if self._ties == "unique" else int(above or 0) + 1
+
+    def _ranks(self, first_rank: int, mus: list[float], above: int) -> list[int]:
+        """The rows' ranks by the tie policy: `first_rank` is the first row's position and `above`
+        the number of players strictly above its μ. Under "shared" a row ties the row before it
+        or, with a lower μ, has every row above it strictly higher: its rank is its position."""
+        if self._ties == "unique":
+            return [first_rank + i for i in range(len(mus))]
+        ranks: list[int] = []
+        for i, mu in enumerate(mus):
+            if i == 0:
+                ranks.append(above + 1)
+            else:
+                ranks.append(ranks[-1] if mu == mus[i - 1] else first_rank + i)
+        return ranks
+
+    def _scripted_entries(
+        self, first_rank: int, flat: list[bytes], above: int, tiers: list[bytes | None]
+    ) -> list[Entry]:
+        """The rows a script read with their tiers, all from its one state."""
+        mus = [float(flat[i + 1]) for i in range(0, len(flat), 2)]
+        ranks = self._ranks(first_rank, mus, above)
+        return [
+            Entry(rank, _text(flat[2 * i]), mu, _text(tier) if tier else None)
+            for i, (rank, mu, tier) in enumerate(zip(ranks, mus, tiers, strict=True))
+        ]
+
+    def _entries(
+        self, first_rank: int, pairs: list[tuple[bytes, float]], above: int
+    ) -> list[Entry]:
         """`pairs` with each member's tier: one pipelined HGET each, not a transaction. The
         ranks and μ come from the one command or script that read them; a tier read after it
         can be at most the batches applied since newer, and a tier moves only at the player's
@@ -174,9 +322,10 @@ class Board:
         for member, _ in pairs:
             pipe.hget(self._keys.player(_text(member)), "tier")
         tiers = pipe.execute()
+        ranks = self._ranks(first_rank, [float(mu) for _, mu in pairs], above)
         return [
-            Entry(first_rank + i, _text(member), float(mu), _text(tier) if tier else None)
-            for i, ((member, mu), tier) in enumerate(zip(pairs, tiers, strict=True))
+            Entry(rank, _text(member), float(mu), _text(tier) if tier else None)
+            for rank, (member, mu), tier in zip(ranks, pairs, tiers, strict=True)
         ]
 
 

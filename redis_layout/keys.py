@@ -48,6 +48,7 @@ class Keys:
         "lease",
         "namespace",
         "outbox",
+        "players_at",
         "pop",
         "prefix",
         "pruned_to",
@@ -59,6 +60,8 @@ class Keys:
         self.namespace = namespace
         self.prefix = f"{{{namespace}}}:"
         self.lb = self.prefix + "lb"
+        self.players_at = self.prefix + "player:"
+        """What a player hash's key starts with (an archive's own: `archive`)."""
         self.layout = self.prefix + "layout"
         """The pool's layout version (decimal string; absent = written before the key):
         redis_layout/layout.py."""
@@ -101,7 +104,7 @@ class Keys:
 
     @property
     def player_prefix(self) -> str:
-        return self.prefix + "player:"
+        return self.players_at
 
     @property
     def cooldown_prefix(self) -> str:
@@ -124,7 +127,34 @@ class Keys:
         return _glob_escape(self.cooldown_prefix) + "*"
 
     def player(self, player_id: str) -> str:
-        return f"{self.prefix}player:{player_id}"
+        return f"{self.players_at}{player_id}"
+
+    def history(self, player_id: str) -> str:
+        """A player's recent rating changes (a list, oldest first, bounded): written by the
+        history reader (serve/history.py) from the rating-changes topic, read by `adr serve`."""
+        return f"{self.prefix}history:{player_id}"
+
+    @property
+    def seasons(self) -> str:
+        """The closed seasons (a zset: member = season id, score = closing time, ms)."""
+        return self.prefix + "seasons"
+
+    @property
+    def current_season(self) -> str:
+        """The running season (a hash: `id`, `started_at` ms, `previous`), from the first close."""
+        return self.prefix + "season"
+
+    def season_prefix(self, season_id: str) -> str:
+        """What every key of a closed season's archive starts with (serve/seasons.py)."""
+        return f"{self.prefix}season:{season_id}:"
+
+    def archive(self, season_id: str) -> Keys:
+        """The keys of a closed season's archive, for the leaderboard reader: `lb` the final
+        board, `player(id)` the final reader fields; the rest name no archived key."""
+        keys = Keys(self.namespace)
+        keys.lb = self.season_prefix(season_id) + "lb"
+        keys.players_at = self.season_prefix(season_id) + "player:"
+        return keys
 
     def cooldown(self, attacker: str, victim: str) -> str:
         """`cd:<len(attacker)>:<attacker><victim>`: the last counted attacker -> victim."""

@@ -37,7 +37,7 @@ def add_service_arguments(parser: argparse.ArgumentParser, settings: type, epilo
 
 _Settings = TypeVar("_Settings")
 
-SECTIONS = ("consume", "calibrate")
+SECTIONS = ("consume", "calibrate", "serve", "history")
 """The services' tables in a shared config file (runtime.settings.read_config_file)."""
 
 

@@ -188,6 +188,22 @@ adr_test_tools() {  # promtool for tests/deploy; best effort: without it that on
   [ -x "$dir/promtool" ] && export PATH="$dir:$PATH"
   adr_kustomize_tool
   adr_cpp_example_libs
+  adr_chromium
+  return 0
+}
+
+adr_chromium() {  # Debian's Chromium for tests/http_api/test_page.py (the page in a real browser)
+  local sudo=""
+  command -v chromium >/dev/null 2>&1 && return 0
+  command -v apt-get >/dev/null 2>&1 || return 0
+  [ "$(id -u)" -eq 0 ] || sudo="sudo -n"
+  _log "installing chromium (Debian package) for the page's browser test"
+  if ! { $sudo env DEBIAN_FRONTEND=noninteractive apt-get -qq install -y --no-install-recommends \
+    chromium >/dev/null 2>&1 || { $sudo env DEBIAN_FRONTEND=noninteractive apt-get -qq update \
+    >/dev/null 2>&1 && $sudo env DEBIAN_FRONTEND=noninteractive apt-get -qq install -y \
+    --no-install-recommends chromium >/dev/null 2>&1; }; }; then
+    _log "warning: could not install chromium; the page's browser test will fail (CI: must not)"
+  fi
   return 0
 }
 

@@ -2,9 +2,10 @@
 
 Servers: ``KAFKA_BOOTSTRAP_SERVERS`` / ``REDIS_URL`` when set, else a local stack started here.
 Then it creates the topics and runs ``adr simulate`` (game servers), ``adr consume`` (ratings)
-and ``adr calibrate --every`` (tiers) as child processes, and prints ``adr leaderboard top N``
-every few seconds until Ctrl-C, SIGTERM or ``--duration``. Everything it started, it stops.
-Children's logs (JSON lines) go to files whose paths are printed on stderr.
+``adr calibrate --every`` (tiers), ``adr history`` (rating histories) and ``adr serve`` (the
+leaderboard API and page, whose address it prints on stdout) as child processes, and prints
+``adr leaderboard top N`` every few seconds until Ctrl-C, SIGTERM or ``--duration``. Everything
+it started, it stops. Children's logs (JSON lines) go to files whose paths are printed on stderr.
 """
 
 from __future__ import annotations
@@ -41,7 +42,12 @@ from stack.secured import SecuredStack
 
 EXIT_OK = 0
 EXIT_FAILED = 1
-_REDIS_ROLE = {"consume": "consumer", "calibrate": "tierjob"}
+_REDIS_ROLE = {
+    "consume": "consumer",
+    "calibrate": "tierjob",
+    "serve": "reader",
+    "history": "tierjob",
+}
 """Which ACL user's Redis URL each child gets (deploy/redis/acl-users.acl)."""
 _CHILD_STOP_TIMEOUT_S = 20.0
 
@@ -205,6 +211,9 @@ def _start_children(
     calibrate_port = free_port()
     while calibrate_port == consume_port:  # free_port may hand the same closed port out twice
         calibrate_port = free_port()
+    serve_port = free_port()
+    while serve_port in (consume_port, calibrate_port):
+        serve_port = free_port()
     commands = {
         "consume": [
             *adr, "consume", "--namespace", args.namespace, "--topic", topics["kill"],
@@ -216,6 +225,14 @@ def _start_children(
             *adr, "calibrate", "--namespace", args.namespace, "--topic", topics["tier"],
             "--every", str(args.calibrate_every),
             "--metrics-port", str(calibrate_port), "--metrics-host", LOOPBACK,
+        ],
+        "history": [
+            *adr, "history", "--namespace", args.namespace, "--topic", topics["rating"],
+            "--group", f"{args.namespace}-history", "--metrics-port", "0",
+        ],
+        "serve": [
+            *adr, "serve", "--namespace", args.namespace,
+            "--host", LOOPBACK, "--port", str(serve_port),
         ],
         "simulate": [
             *adr, "simulate", "--topic", topics["kill"],
@@ -234,6 +251,7 @@ def _start_children(
         _say(f"{name}: pid {children[-1].proc.pid}, log {log}")
     _say(f"metrics: consumer http://{LOOPBACK}:{consume_port}/metrics, "
          f"tier job http://{LOOPBACK}:{calibrate_port}/metrics")  # fmt: skip
+    print(f"leaderboard page and API: http://{LOOPBACK}:{serve_port}/", flush=True)
     return children
 
 
@@ -312,7 +330,7 @@ def _leaderboard(args: argparse.Namespace, redis_url: str) -> str:
 
 def _stop_all(children: list[_Child], local: LocalStack | None) -> None:
     # The load first, then the consumer (it commits what it applied), then the tier job.
-    order = {"simulate": 0, "consume": 1, "calibrate": 2}
+    order = {"simulate": 0, "serve": 1, "consume": 2, "history": 3, "calibrate": 4}
     for child in sorted(children, key=lambda c: order.get(c.name, 9)):
         if child.proc.poll() is None:
             clean = stop_pid(child.proc.pid, timeout=_CHILD_STOP_TIMEOUT_S, popen=child.proc)

@@ -6,7 +6,7 @@ which the consumer's Store builds the call from. The others are the tier job's, 
 they make is fenced by its lease: a replica that paused past its lease's expiry finds another
 holder's id in the lease key, so its scripts change nothing (they answer NOT_HOLDER), and it
 cannot remove keys or overwrite a newer snapshot. `Fenced` calls them with their keys and
-arguments in order. `ACTIVE_PAGE` (the tier job's read of μ over A) and `AROUND`, `RANK`,
+arguments in order. `ACTIVE_PAGE` (the tier job's read of μ over A) and `AROUND`, `PAGE`, `PROFILE`, `RANK`,
 `TIER_TABLE` (the leaderboard reader's, run with EVALSHA_RO/EVAL_RO, which the read-only ACL user
 may call) are read-only.
 """
@@ -43,6 +43,14 @@ AROUND: Final = _source("around.lua")
 """The leaderboard reader's read of the players around one (read-only, not fenced)."""
 RANK: Final = _source("rank.lua")
 """The leaderboard reader's read of one player's rank, μ and tier (read-only)."""
+HISTORY_APPEND: Final = _source("history_append.lua")
+"""The history reader's ordered, idempotent append to a player's history list (serve/history.py)."""
+SEASON_CLOSE: Final = _source("season_close.lua")
+"""`adr season close`'s atomic archive of the board (serve/seasons.py)."""
+PAGE: Final = _source("page.lua")
+"""The leaderboard reader's page of the board after a cursor (read-only)."""
+PROFILE: Final = _source("profile.lua")
+"""The leaderboard reader's read of one player's standing, hash fields and history (read-only)."""
 TIER_TABLE: Final = _source("tier_table.lua")
 """The leaderboard reader's read of the tier counts and the tracked count (read-only)."""
 

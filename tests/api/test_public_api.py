@@ -33,6 +33,7 @@ ROOTS = {
     "redis_layout": "LayoutError",
     "runtime": "RuntimeConfigError",
     "schemas": "SchemaError",
+    "serve": "ServeError",
     "stack": "StackError",
     "tierjob": "TierJobError",
 }
@@ -182,7 +183,7 @@ def test_public_modules_are_addressed_from_outside(references, surfaces, package
 
 SERVICES = (
     "consumer", "engine", "evaluation", "leaderboard", "loadgen", "redis_layout", "runtime",
-    "schemas", "stack", "tierjob",
+    "schemas", "serve", "stack", "tierjob",
 )  # fmt: skip
 
 

@@ -20,6 +20,8 @@ GRAFANA_PROVISIONING = DEPLOY / "grafana" / "provisioning"
 Doc = dict[str, Any]
 CONSUMER = "adr-consumer"
 TIERJOB = "adr-tierjob"
+SERVE = "adr-serve"
+HISTORY = "adr-history"
 
 
 def load_yaml_docs(path: Path) -> list[Doc]:
@@ -53,7 +55,9 @@ def secret_keys_used(objects: list[Doc], auth: Doc) -> dict[str, set[str]]:
     out: dict[str, set[str]] = {}
     for ref in auth["spec"]["secretTargetRef"]:
         out.setdefault(ref["name"], set()).add(ref["key"])
-    for name, url_key in ((CONSUMER, "consumer-url"), (TIERJOB, "tierjob-url")):
+    for name, url_key in (
+        (CONSUMER, "consumer-url"), (TIERJOB, "tierjob-url"), (HISTORY, "history-url")
+    ):  # fmt: skip
         dep = one(objects, "Deployment", name)
         pod, c = dep["spec"]["template"]["spec"], container(dep)
         env = {e["name"]: e["value"] for e in c["env"]}
@@ -64,6 +68,14 @@ def secret_keys_used(objects: list[Doc], auth: Doc) -> dict[str, set[str]]:
         kafka_file = config_map(objects, dep)["data"]["ADR_KAFKA_CONFIG_FILE"]
         assert kafka_file == f"{mounts['kafka-secret']}/client.properties"
         out.setdefault(secrets["kafka-secret"], set()).add("client.properties")
+    dep = one(objects, "Deployment", SERVE)  # reads Redis only, as the read-only user
+    env = {e["name"]: e["value"] for e in container(dep)["env"]}
+    mounts = {m["name"]: m["mountPath"] for m in container(dep)["volumeMounts"]}
+    secrets = {
+        v["name"]: v["secret"]["secretName"] for v in dep["spec"]["template"]["spec"]["volumes"]
+    }
+    assert env["REDIS_URL_FILE"] == f"{mounts['redis-secret']}/reader-url"
+    out.setdefault(secrets["redis-secret"], set()).add("reader-url")
     return out
 
 

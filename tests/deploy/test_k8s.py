@@ -15,6 +15,8 @@ import pytest
 from tests.deploy import _crds
 from tests.deploy._manifests import (
     CONSUMER,
+    HISTORY,
+    SERVE,
     TIERJOB,
     config_map,
     container,
@@ -29,7 +31,7 @@ from tests.deploy._render import BASE, OVERLAYS, overlay_names
 
 # The oldest and the newest Kubernetes minor versions the manifests must be valid for.
 KUBERNETES_VERSIONS = ("1.28.0", "1.37.0")
-WORKLOADS = (CONSUMER, TIERJOB)
+WORKLOADS = (CONSUMER, TIERJOB, SERVE, HISTORY)
 ENVIRONMENTS = overlay_names()
 Doc = dict[str, Any]
 

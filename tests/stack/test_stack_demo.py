@@ -39,7 +39,8 @@ def test_demo_runs_end_to_end_and_leaves_nothing_running() -> None:
     assert mus == sorted(mus, reverse=True)
 
     pids = [int(p) for p in re.findall(r"pid (\d+)", done.stderr)]
-    assert len(pids) == 5  # Kafka, redis-server, simulate, consume, calibrate
+    assert len(pids) == 7  # Kafka, redis-server, consume, calibrate, history, serve, simulate
+    assert re.search(r"^leaderboard page and API: http://127\.0\.0\.1:\d+/$", done.stdout, re.M)
     assert not any(pid_alive(p) for p in pids)
     assert "stopped the local Kafka broker and redis-server" in done.stderr
 

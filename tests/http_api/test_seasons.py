@@ -1,0 +1,113 @@
+"""Seasons on a real redis-server: `adr season close` archives the board in one atomic step
+(even while the board is written: every archived player's fields agree with the archived board),
+refuses an id archived already, names the next season; `adr serve` serves the archive."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+
+import pytest
+import redis
+from litestar.testing import TestClient
+from prometheus_client import CollectorRegistry
+
+from leaderboard import Board
+from redis_layout import Keys, stamp_layout
+from serve import Config, create_app
+from serve.seasons import SeasonError, close_season, closed_seasons, current_season
+
+pytestmark = pytest.mark.integration
+
+
+def _seed(client: redis.Redis, keys: Keys, n: int) -> None:
+    pipe = client.pipeline()
+    for i in range(n):
+        pid, mu = f"p{i:04d}", 1000.0 + i
+        pipe.hset(keys.player(pid), mapping={"mu": repr(mu), "sigma": "80.0", "tier": "3M",
+                                             "n": "20", "last_ts": "5", "ver": "20"})  # fmt: skip
+        pipe.zadd(keys.lb, {pid: mu})
+    pipe.execute()
+    stamp_layout(client, keys)
+
+
+def test_close_archives_one_state_while_the_board_is_written(
+    redis_client: redis.Redis, redis_url: str, unique_name: Callable[[str], str]
+) -> None:
+    keys = Keys(unique_name("season"))
+    _seed(redis_client, keys, 2000)
+    stop = threading.Event()
+
+    def write() -> None:  # a stand-in for the consumer's batches: μ moves in board and hash
+        writer = redis.Redis.from_url(redis_url)
+        i = 0
+        while not stop.is_set():
+            pid, mu = f"p{i % 2000:04d}", 3000.0 + i
+            pipe = writer.pipeline(transaction=True)
+            pipe.hset(keys.player(pid), "mu", repr(mu))
+            pipe.zadd(keys.lb, {pid: mu})
+            pipe.execute()
+            i += 1
+        writer.close()
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    try:
+        players = close_season(redis_client, keys.namespace, "s1", "s2", now_ms=1234)
+    finally:
+        stop.set()
+        thread.join()
+    assert players == 2000
+    archive = keys.archive("s1")
+    board = {m.decode(): s for m, s in redis_client.zrange(archive.lb, 0, -1, withscores=True)}
+    assert len(board) == 2000
+    pipe = redis_client.pipeline(transaction=False)
+    for pid in board:
+        pipe.hget(archive.player(pid), "mu")
+    assert [float(mu) for mu in pipe.execute()] == list(board.values())
+    assert closed_seasons(redis_client, keys.namespace)[0].players == 2000
+    assert current_season(redis_client, keys.namespace).id == "s2"  # type: ignore[union-attr]
+    with pytest.raises(SeasonError, match="archived already"):
+        close_season(redis_client, keys.namespace, "s1", "s3")
+    with pytest.raises(SeasonError, match="bad season id"):
+        close_season(redis_client, keys.namespace, "s:1", "s3")
+    top = Board(redis_client, keys.namespace, season="s1").top(3)
+    assert [e.mu for e in top] == sorted(board.values(), reverse=True)[:3]
+
+
+def test_the_api_serves_a_closed_season_and_the_cli_closes_one(
+    redis_client: redis.Redis, redis_url: str, unique_name: Callable[[str], str]
+) -> None:
+    keys = Keys(unique_name("season"))
+    _seed(redis_client, keys, 30)
+    env_argv = [sys.executable, "-m", "adr_cli.main", "season", "--redis-url", redis_url,
+                "--namespace", keys.namespace]  # fmt: skip
+    done = subprocess.run([*env_argv, "close", "--season", "2026-s1", "--next", "2026-s2"],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"closed": "2026-s1", "players": 30, "current": "2026-s2"}
+    again = subprocess.run([*env_argv, "close", "--season", "2026-s1", "--next", "x"],
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert again.returncode == 1 and "archived already" in again.stderr
+    redis_client.zadd(keys.lb, {"p0000": 9999.0})  # the live board moves on; the archive not
+    config = Config(namespace=keys.namespace, max_page_size=50)
+    with TestClient(create_app(config, redis_client, CollectorRegistry())) as api:
+        listed = api.get("/v1/seasons").json()
+        assert listed["current"]["id"] == "2026-s2"
+        assert [s["id"] for s in listed["closed"]] == ["2026-s1"]
+        top = api.get("/v1/seasons/2026-s1/top", params={"limit": 2})
+        assert top.headers["cache-control"] == "public, max-age=86400"
+        assert [r["player"] for r in top.json()["rows"]] == ["p0029", "p0028"]
+        nxt = api.get("/v1/seasons/2026-s1/top", params={"cursor": top.json()["next_cursor"]})
+        assert nxt.json()["rows"][0]["player"] == "p0027"
+        rank = api.get("/v1/seasons/2026-s1/rank", params={"player": "p0000"}).json()
+        assert (rank["rank"], rank["mu"]) == (30, 1000.0)
+        assert api.get("/v1/rank", params={"player": "p0000"}).json()["rank"] == 1
+        assert api.get("/v1/seasons/nope/top").status_code == 404
+        assert api.get("/v1/seasons/a:b/top").status_code == 400
+        long = api.get("/v1/seasons/" + "a" * 5000 + "/top")
+        assert long.status_code == 400 and len(long.text) < 300  # the id is not echoed whole
+        assert api.get("/v1/seasons/2026-s1/rank", params={"player": "zz"}).status_code == 404
