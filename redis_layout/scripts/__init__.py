@@ -6,9 +6,9 @@ which the consumer's Store builds the call from. The others are the tier job's, 
 they make is fenced by its lease: a replica that paused past its lease's expiry finds another
 holder's id in the lease key, so its scripts change nothing (they answer NOT_HOLDER), and it
 cannot remove keys or overwrite a newer snapshot. `Fenced` calls them with their keys and
-arguments in order. `ACTIVE_PAGE` (the tier job's read of μ over A) and `AROUND`, `PAGE`, `PROFILE`, `RANK`,
-`TIER_TABLE` (the leaderboard reader's, run with EVALSHA_RO/EVAL_RO, which the read-only ACL user
-may call) are read-only.
+arguments in order. `ACTIVE_PAGE` (the tier job's read of μ over A) and `AROUND`, `PAGE`,
+`PROFILE`, `RANK`, `TIER_TABLE` (the leaderboard reader's, run with EVALSHA_RO/EVAL_RO, which the
+read-only ACL user may call) are read-only.
 """
 
 from __future__ import annotations
