@@ -225,3 +225,52 @@ def test_partitions_are_merged_by_event_time_and_equal_the_replay_of_that_order(
     ends = S.end_offsets(kafka_bootstrap, topic, 3)
     assert S.applied_offsets(client, keys, topic) == {p: e for p, e in ends.items() if e}
     client.close()
+
+
+def test_records_past_the_sweep_horizon_are_the_consumers(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
+) -> None:
+    # lateness 60 s over 50 min of events: the consumer's sweep deletes most records, and the
+    # rebuild writes only those past the horizon; both hold the same ones there
+    params = Params()
+    lateness = 60_000
+    events = S.events(6_000, players=300, arenas=10, seed=34)
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    S.produce(kafka_bootstrap, topic, S.encoded(events))
+    ns, group = unique_name("ns"), unique_name("g")
+    keys = Keys(ns)
+    client = redis.Redis.from_url(redis_url)
+    cmd = _rebuild_cmd(kafka_bootstrap, redis_url, ns, topic, group, _snapshot_file(tmp_path))
+    done = subprocess.run([*cmd, "--lateness-ms", str(lateness)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    ns_all, keys_all, client_all = S.rating_pool(redis_url, unique_name)
+    config = Config(
+        bootstrap_servers=kafka_bootstrap, redis_url=redis_url, namespace=ns_all, topic=topic,
+        group=unique_name("g"), rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
+        lateness_ms=lateness,
+    )  # fmt: skip
+    consumer = S.start_threaded(config, params)
+    try:
+        S.wait_applied(client_all, keys_all, topic, {0: len(events)}, 240,
+                       alive=consumer.thread.is_alive)  # fmt: skip
+    finally:
+        consumer.stop()
+    assert _pool(client, keys, topic) == _pool(client_all, keys_all, topic)
+    watermark = int(client.hget(keys.watermarks(topic), "0"))
+    horizon = watermark - lateness - params.pair_memory_ms
+
+    def live(c: redis.Redis, k: Keys) -> dict[bytes, bytes]:
+        out = {}
+        for key, value in _live_records(c, k).items():
+            short = key.split(b"}", 1)[1]
+            if short.startswith(b":cd:") and int(value) <= horizon:
+                continue  # no accepted event can fall in its cooldown: either may hold it
+            out[short] = value
+        return out
+
+    mine, theirs = live(client, keys), live(client_all, keys_all)
+    assert mine == theirs
+    assert len(_live_records(client, keys)) < 6_000 * 2 * 0.5  # records were swept
+    client.close()
+    client_all.close()
