@@ -92,16 +92,20 @@ def read_log(
     heap: list[tuple[int, int]] = []  # (ts of the partition's head, partition), one per buffer
     now_ms = time.time_ns() // 1_000_000
     while open_parts or heap:
-        # Merge: a head is final once every partition still being read has one buffered.
-        while heap and all(buffers[p] for p in open_parts):
-            _ts, p = heapq.heappop(heap)
-            buf = buffers[p]
-            yield buf.popleft()
-            if buf:
-                heapq.heappush(heap, (buf[0][2].ts, p))
-            if p in paused and len(buf) < PAUSE_AT // 2:
-                consumer.resume([TopicPartition(topic, p)])
-                paused.discard(p)
+        # Merge: a head is final once every partition still being read has one buffered. Only
+        # the partition just taken from can run dry, so that is checked once per event.
+        if all(buffers[p] for p in open_parts):
+            while heap:
+                _ts, p = heapq.heappop(heap)
+                buf = buffers[p]
+                yield buf.popleft()
+                if paused and p in paused and len(buf) < PAUSE_AT // 2:
+                    consumer.resume([TopicPartition(topic, p)])
+                    paused.discard(p)
+                if buf:
+                    heapq.heappush(heap, (buf[0][2].ts, p))
+                elif p in open_parts:
+                    break
         if not open_parts:
             break
         messages = consumer.consume(READ_BATCH, _POLL_S)
