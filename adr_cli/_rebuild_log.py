@@ -1,6 +1,6 @@
 """`adr rebuild`'s read of the kill-events log: every partition from the log start to the end it
-had when the rebuild began, decoded by the consumer's own decoder (the same dead-letter reasons),
-handed out in the rebuild's one order.
+had when the rebuild began, decoded with the consumer's checks (schemas.decode_kill_event and
+check_key: the same dead-letter reasons), handed out in the rebuild's one order.
 
 The order: each partition in offset order (the consumer's), the partitions merged by event time:
 next comes the head with the smallest ts, ties to the lower partition. With one partition this is
@@ -18,8 +18,7 @@ from typing import Any, Final
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
-from consumer._decoding import decode_messages
-from schemas import KillEvent, Limits
+from schemas import KillEvent, Limits, Reason, SchemaError, check_key, decode_kill_event
 
 READ_BATCH: Final = 10_000
 """Messages per consume() call: large, so the per-call cost vanishes per event."""
@@ -118,16 +117,21 @@ def read_log(
             if offset is not None and partition is not None and offset < out.ends[partition]:
                 fresh.append(m)
         out.messages += len(fresh)
-        decoded = decode_messages(fresh, now_ms, limits)
-        for m, reason in decoded.rejected:
-            out.rejected[reason] = out.rejected.get(reason, 0) + 1
-            if len(out.rejected_samples) < 100:
-                out.rejected_samples.append((m.partition(), m.offset(), reason))
-        for a in decoded.accepted:
-            buf = buffers[a.partition]
+        for m in fresh:
+            partition = m.partition()
+            try:  # the consumer's checks and reasons (consumer/_decoding.py)
+                event = decode_kill_event(m.value() or b"", now_ms, limits)
+                check_key(event, m.key())
+            except SchemaError as exc:
+                _reject(out, partition, m.offset(), exc.reason.value)
+                continue
+            except Exception:  # a decoder bug: undecodable, as the consumer dead-letters it
+                _reject(out, partition, m.offset(), Reason.UNDECODABLE.value)
+                continue
+            buf = buffers[partition]
             if not buf:
-                heapq.heappush(heap, (a.event.ts, a.partition))
-            buf.append((a.partition, a.offset, a.event))
+                heapq.heappush(heap, (event.ts, partition))
+            buf.append((partition, m.offset(), event))
         for p in list(open_parts):
             if _done(consumer, topic, p, out.ends[p]):
                 open_parts.discard(p)
@@ -135,6 +139,12 @@ def read_log(
                 consumer.pause([TopicPartition(topic, p)])
                 paused.add(p)
         tick(out.messages)
+
+
+def _reject(out: LogRead, partition: int, offset: int, reason: str) -> None:
+    out.rejected[reason] = out.rejected.get(reason, 0) + 1
+    if len(out.rejected_samples) < 100:
+        out.rejected_samples.append((partition, offset, reason))
 
 
 def _done(consumer: Consumer, topic: str, partition: int, end: int) -> bool:

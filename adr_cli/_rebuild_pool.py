@@ -24,7 +24,8 @@ from typing import Any, Final, Generic, Protocol, TypeVar
 import hiredis
 import redis
 
-from consumer._batch import content_digest
+from adr_cli._errors import CliError
+from consumer import content_digest
 from engine import Snapshot
 from redis_layout import Keys, encode_snapshot
 from redis_layout.keys import DUE_BUCKET_MS, due_bucket_end
@@ -66,7 +67,7 @@ class Encoding(Generic[S]):
     ver: Callable[[str, S], int]
 
 
-class NamespaceInUse(Exception):
+class NamespaceInUse(CliError):
     """The namespace holds keys that are not a rebuild's: refused (exit 3)."""
 
 
