@@ -32,7 +32,7 @@ from redis_layout.event_ids import (
     CountingRules,
 )
 from redis_layout.player_codec import player_values
-from runtime import RedisUrlError
+from runtime import RedisUrlError, compiled
 from runtime import connect as connect_redis
 from runtime.params import add_param_argument, param_overrides
 from runtime.settings import key_values
@@ -210,6 +210,7 @@ def _rebuild(
     params: Params,
 ) -> int:
     started = time.monotonic()
+    _log("info", "started", namespace=args.namespace, topic=args.topic, build=compiled.state())
     _rebuild_pool.claim(client, keys, _log)
     progress = _Progress(args.progress_every, started)
     read = _rebuild_log.LogRead()
