@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import pytest
 import redis
 
 from consumer.config import Config
+from consumer.pipeline import Pipeline
 from engine import Params
 from redis_layout import Keys
 from redis_layout.layout import UnknownLayout, check_layout
@@ -165,6 +167,34 @@ def test_a_crash_midway_leaves_no_visible_pool_and_a_rerun_completes(
     with pytest.raises(UnknownLayout):  # every reader refuses it
         check_layout(client, keys)
     assert client.exists(keys.offsets(topic)) == 0  # written after the players
+    # a consumer of the pool refuses it too, and writes nothing
+    pipeline = Pipeline(
+        Config(
+            bootstrap_servers=kafka_bootstrap, redis_url=redis_url, namespace=ns, topic=topic,
+            group=group, rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
+        ),
+        params,
+    )  # fmt: skip
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            pipeline.run(serve_metrics=False, signals=False)
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(90)
+    if thread.is_alive():
+        pipeline.request_stop()
+        thread.join(30)
+        raise AssertionError("the consumer ran on a namespace being rebuilt")
+    assert len(raised) == 1 and isinstance(raised[0], UnknownLayout), raised
+    assert client.get(keys.layout) == b"rebuilding"
+    # nothing applied (the relay's empty outbox stream and its group are made at start)
+    assert client.exists(keys.offsets(topic), keys.lb, keys.pop) == 0
+    assert client.xlen(keys.outbox) == 0
 
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -274,3 +304,15 @@ def test_records_past_the_sweep_horizon_are_the_consumers(
     assert len(_live_records(client, keys)) < 6_000 * 2 * 0.5  # records were swept
     client.close()
     client_all.close()
+
+
+def test_usage_errors_exit_2_before_touching_kafka_or_redis(tmp_path: Path) -> None:
+    base = [sys.executable, "-m", "adr_cli.main", "rebuild", "--bootstrap-servers", "127.0.0.1:1",
+            "--redis-url", "redis://127.0.0.1:1", "--namespace", "n", "--group", "g"]  # fmt: skip
+    bad_snapshot = tmp_path / "bad.json"
+    bad_snapshot.write_text("{}")
+    for extra in (["--param", "no_such=1"], ["--snapshot", str(bad_snapshot)],
+                  ["--commands-per-round", "0"], ["--lateness-ms", "-1"]):  # fmt: skip
+        done = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, (extra, done.stderr[-2000:])
+        assert '"event":"usage"' in done.stderr
