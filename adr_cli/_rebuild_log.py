@@ -74,9 +74,11 @@ def read_log(
     out: LogRead,
     tick: Callable[[int], None],
     timeout: float = 30.0,
+    pause_at: int = PAUSE_AT,
 ) -> Iterator[tuple[int, int, KillEvent]]:
     """(partition, offset, event) of every decodable kill event up to the ends, in the merged
-    order; rejected messages are counted in `out` by reason. `tick(n)` after each read batch."""
+    order; rejected messages are counted in `out` by reason. `tick(n)` after each read batch; a
+    partition with `pause_at` events buffered is paused until the merge has taken half."""
     parts = partitions_of(consumer, topic, timeout)
     for p in parts:
         low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=timeout)
@@ -98,7 +100,7 @@ def read_log(
                 _ts, p = heapq.heappop(heap)
                 buf = buffers[p]
                 yield buf.popleft()
-                if paused and p in paused and len(buf) < PAUSE_AT // 2:
+                if paused and p in paused and len(buf) <= pause_at // 2:
                     consumer.resume([TopicPartition(topic, p)])
                     paused.discard(p)
                 if buf:
@@ -135,7 +137,7 @@ def read_log(
         for p in list(open_parts):
             if _done(consumer, topic, p, out.ends[p]):
                 open_parts.discard(p)
-            elif len(buffers[p]) >= PAUSE_AT and p not in paused and len(open_parts) > 1:
+            elif len(buffers[p]) >= pause_at and p not in paused and len(open_parts) > 1:
                 consumer.pause([TopicPartition(topic, p)])
                 paused.add(p)
         tick(out.messages)

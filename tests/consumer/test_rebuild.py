@@ -316,3 +316,45 @@ def test_usage_errors_exit_2_before_touching_kafka_or_redis(tmp_path: Path) -> N
         done = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2, (extra, done.stderr[-2000:])
         assert '"event":"usage"' in done.stderr
+
+
+@pytest.mark.parametrize("pause_at", [1, 3, 200_000])
+def test_the_read_merges_partitions_by_event_time_also_while_pausing_them(
+    kafka_bootstrap: str, kafka_admin, unique_name, pause_at: int
+) -> None:
+    from confluent_kafka import Consumer
+
+    from adr_cli import _rebuild_log
+    from schemas import Limits
+
+    events = S.events(3_000, players=200, arenas=9, seed=35)
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=3)
+    items = list(S.encoded(events))
+    items.insert(100, (b"arena-1", MALFORMED))
+    S.produce(kafka_bootstrap, topic, items)
+    reader = Consumer(_rebuild_log.settings(kafka_bootstrap, unique_name("g"), {}))
+    out = _rebuild_log.LogRead()
+    try:
+        got = list(
+            _rebuild_log.read_log(
+                reader, topic, Limits(max_age_ms=2**62), out, lambda n: None, pause_at=pause_at
+            )
+        )
+    finally:
+        reader.close()
+    # expected: each partition in offset order, merged by (ts, partition)
+    per_partition: dict[int, list[tuple[int, int, str]]] = {}
+    for p, offset, e in got:
+        per_partition.setdefault(p, []).append((offset, e.ts, e.id))
+    assert all(rows == sorted(rows) for rows in per_partition.values())  # offset order
+    heads = {p: list(rows) for p, rows in per_partition.items()}
+    want = []
+    while heads:
+        p = min(heads, key=lambda q: (heads[q][0][1], q))
+        want.append(heads[p].pop(0)[2])
+        if not heads[p]:
+            del heads[p]
+    assert [e.id for _p, _o, e in got] == want
+    assert sorted(e.id for _p, _o, e in got) == sorted(e.id for e in events)
+    assert sum(out.rejected.values()) == 1 and out.messages == len(items)
+    assert sum(out.ends.values()) == len(items)
