@@ -18,6 +18,7 @@ from runtime import compiled, logs
 # name -> (module, one-line help)
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "replay": ("adr_cli.replay", "rate a file of kill events offline with the engine"),
+    "rebuild": ("adr_cli.rebuild", "rebuild a pool from the kill-events log (fresh namespace)"),
     "consume": ("consumer.cli", "run the Kafka consumer: kill events -> ratings in Redis"),
     "simulate": ("loadgen.cli", "play game servers: publish simulated kill events"),
     "calibrate": ("tierjob.cli", "take the population snapshot and publish tier boundaries"),

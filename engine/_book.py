@@ -143,6 +143,13 @@ class RatingBook:
                 states.append(store.get(i))
         return predict(states[0], states[1], ts, units, count, self._snapshot_at(ts), params)
 
+    def cooldowns(self) -> Iterator[tuple[str, str, int]]:
+        """(attacker, victim, last counted ts) of every a→b pair the cooldown table still holds
+        (`adr rebuild` writes the consumer's cooldown records from them)."""
+        ids = self._store.ids
+        for (a, b), ts in self._pairs.items().items():
+            yield ids[a], ids[b], ts
+
     # -- writing ------------------------------------------------------------------------------
 
     def apply(self, event_id: str, attacker: str, victim: str, ts: int) -> Verdict:

@@ -113,6 +113,13 @@ class ModelBook(Generic[S]):
     def players(self) -> dict[str, S]:
         return dict(self.iter_players())
 
+    def cooldowns(self) -> Iterator[tuple[str, str, int]]:
+        """(attacker, victim, last counted ts) of every a→b pair the cooldown table still holds
+        (`adr rebuild` writes the consumer's cooldown records from them)."""
+        ids = self._ids
+        for (a, b), ts in self._pairs.items().items():
+            yield ids[a], ids[b], ts
+
     def predict(self, attacker: str, victim: str, ts: int) -> float:
         """P(attacker kills victim) exactly as a counted event at ts would use it next."""
         if attacker == victim:

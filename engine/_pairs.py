@@ -20,6 +20,7 @@ from collections import deque
 from typing import Final
 
 _SHIFT: Final = 32
+_MASK: Final = (1 << _SHIFT) - 1
 _MIN_SWEEP_MS: Final = 1000
 _RUNS_PER_HORIZON: Final = 32
 
@@ -73,6 +74,18 @@ class PairTable:
             if t is not None:
                 return t
         return None
+
+    def items(self) -> dict[tuple[int, int], int]:
+        """(a, b) -> the pair's newest counted time, of every pair still held (a run may hold
+        pairs older than any horizon of the caller's: filter by time)."""
+        out: dict[tuple[int, int], int] = {}
+        for run in self._runs:  # oldest first: a newer place overwrites
+            for key, t in zip(run.keys, run.stamps, strict=True):
+                out[(key >> _SHIFT, key & _MASK)] = t
+        for table in (self._old, self._new):
+            for key, t in table.items():
+                out[(key >> _SHIFT, key & _MASK)] = t
+        return out
 
     def put(self, a: int, b: int, ts: int, watermark: int, horizon: int) -> None:
         """Record a counted a→b at ts; a due sweep may forget entries with t' ≤ horizon."""

@@ -53,6 +53,10 @@ class EventIds:
         self._content[event_id] = content
         heapq.heappush(self._due, (due_bucket_end(content[3]), event_id))
 
+    def items(self) -> list[tuple[str, Content]]:
+        """(id, what it stood for) of every id remembered (`adr rebuild` writes them)."""
+        return list(self._content.items())
+
     def forget(self, watermark: int | None) -> None:
         """Drop the ids whose bucket ends at or before watermark - keep."""
         if watermark is None:

@@ -1,0 +1,360 @@
+"""`adr rebuild` on a real broker and redis-server: the pool it writes is the consumer's, bit for
+bit, and `adr consume` continues from it exactly-once; a crash leaves no visible pool."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import consumer_support as S
+import pytest
+import redis
+
+from consumer.config import Config
+from consumer.pipeline import Pipeline
+from engine import Params
+from redis_layout import Keys
+from redis_layout.layout import UnknownLayout, check_layout
+from schemas import encode_kill_event
+
+FIRST, MORE = 12_000, 4_000
+MALFORMED = b"\x81\xa1v\x07not a kill event"
+
+
+def _rebuild_cmd(bootstrap: str, redis_url: str, ns: str, topic: str, group: str,
+                 snapshot: Path, *extra: str) -> list[str]:  # fmt: skip
+    return [
+        sys.executable, "-m", "adr_cli.main", "rebuild", "--bootstrap-servers", bootstrap,
+        "--redis-url", redis_url, "--namespace", ns, "--topic", topic, "--group", group,
+        "--snapshot", str(snapshot), *extra,
+    ]  # fmt: skip
+
+
+def _snapshot_file(tmp_path: Path) -> Path:
+    path = tmp_path / "population.json"
+    snap = S.SNAPSHOT
+    path.write_text(json.dumps({
+        "mean_mu_active": snap.mean_mu_active, "boundaries": list(snap.boundaries or ()),
+        "active_count": snap.active_count,
+    }))  # fmt: skip
+    return path
+
+
+def _summary(stderr: str) -> dict:  # type: ignore[type-arg]
+    lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    done = [r for r in lines if r.get("event") == "rebuilt"]
+    assert done, stderr[-3000:]
+    return done[-1]
+
+
+def _pool(client: redis.Redis, keys: Keys, topic: str) -> dict[str, object]:
+    """The keys compared between two pools: every player hash (raw bytes), the ranks, activity,
+    tier counts (non-zero: the consumer's HINCRBY leaves a "0"), the σ-limbs and count, the
+    offsets and watermarks of the topic."""
+    players = {k: client.hgetall(k) for k in client.scan_iter(match=keys.match_players, count=5000)}
+    pop = {k: v for k, v in client.hgetall(keys.pop).items() if v != b"0"}
+    tiers = {k: v for k, v in client.hgetall(keys.tier_counts).items() if v != b"0"}
+    return {
+        "players": {k[len(keys.prefix) :]: v for k, v in players.items()},
+        "lb": client.zrange(keys.lb, 0, -1, withscores=True),
+        "activity": client.zrange(keys.activity, 0, -1, withscores=True),
+        "tier_counts": tiers,
+        "pop": pop,
+        "offsets": client.hgetall(keys.offsets(topic)),
+        "watermarks": client.hgetall(keys.watermarks(topic)),
+    }
+
+
+def _live_records(client: redis.Redis, keys: Keys) -> dict[bytes, bytes]:
+    """The cooldown and event-id records past the sweep horizon both pools must hold."""
+    out = {}
+    for pattern in (keys.match_cooldowns, keys.match_all.replace("*", "eid:*")):
+        for k in client.scan_iter(match=pattern, count=5000):
+            out[k] = client.get(k)
+    return out
+
+
+def test_rebuild_then_consume_equals_a_consumer_of_everything(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
+) -> None:
+    params = Params()
+    events = S.events(FIRST + MORE, players=1_500, arenas=30, seed=31)
+    first, more = events[:FIRST], events[FIRST:]
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    items = list(S.encoded(first))
+    items.insert(FIRST // 2, (b"arena-1", MALFORMED))  # a malformed event in the log
+    S.produce(kafka_bootstrap, topic, items)
+    total = FIRST + MORE + 1
+
+    ns, group = unique_name("ns"), unique_name("g")
+    keys = Keys(ns)
+    client = redis.Redis.from_url(redis_url)
+    done = subprocess.run(
+        _rebuild_cmd(kafka_bootstrap, redis_url, ns, topic, group, _snapshot_file(tmp_path)),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout == ""
+    summary = _summary(done.stderr)
+    assert summary["messages"] == FIRST + 1 and summary["events"] == FIRST
+    assert client.get(keys.layout) == b"2"
+    assert S.applied_offsets(client, keys, topic) == {0: FIRST + 1}
+    # equal to the engine's replay of the same events in the same (offset) order
+    S.assert_as_replayed(client, keys, first, params)
+
+    # `adr consume` continues from the rebuilt pool: the rest of the log, exactly once
+    S.produce(kafka_bootstrap, topic, S.encoded(more))
+    config = Config(
+        bootstrap_servers=kafka_bootstrap, redis_url=redis_url, namespace=ns, topic=topic,
+        group=group, rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
+    )  # fmt: skip
+    consumer = S.start_threaded(config, params)
+    try:
+        S.wait_applied(client, keys, topic, {0: total}, 240, alive=consumer.thread.is_alive)
+    finally:
+        consumer.stop()
+    changes = S.read_topic(kafka_bootstrap, f"{topic}-ratings", timeout=10, idle=2)
+    book_more = S.replay(events, params, S.SNAPSHOT)
+    book_first = S.replay(first, params, S.SNAPSHOT)
+    # only the continuation's rating changes were sent (none of the rebuilt history)
+    assert len(changes) == 2 * (book_more.counted - book_first.counted)
+
+    # a consumer that consumed everything, from the start, into another pool
+    keys_all, client_all, _config = S.consume_all(
+        kafka_bootstrap, redis_url, unique_name, topic, params, total
+    )
+    assert _pool(client, keys, topic) == _pool(client_all, keys_all, topic)
+    horizon_keys = set(_live_records(client_all, keys_all))
+    mine = {k.split(b"}", 1)[1]: v for k, v in _live_records(client, keys).items()}
+    theirs = {k.split(b"}", 1)[1]: v for k, v in _live_records(client_all, keys_all).items()}
+    assert horizon_keys and mine == theirs
+    # the malformed message: dead-lettered by the consumer with the reason the rebuild counted
+    dlq = S.read_topic(kafka_bootstrap, f"{topic}-dlq", expect=1, timeout=30)
+    reasons = [dict(m.headers())["reason"].decode() for m in dlq]
+    assert summary["dead_lettered"] == {reasons[0]: 1} and len(reasons) == 1
+    client.close()
+    client_all.close()
+
+
+def test_a_crash_midway_leaves_no_visible_pool_and_a_rerun_completes(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
+) -> None:
+    params = Params()
+    events = S.events(8_000, players=3_000, arenas=30, seed=32)
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    S.produce(kafka_bootstrap, topic, S.encoded(events))
+    ns, group = unique_name("ns"), unique_name("g")
+    keys = Keys(ns)
+    client = redis.Redis.from_url(redis_url)
+    cmd = _rebuild_cmd(kafka_bootstrap, redis_url, ns, topic, group, _snapshot_file(tmp_path))
+    proc = subprocess.Popen(
+        [*cmd, "--commands-per-round", "20", "--progress-every", "0.000001"],
+        stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stderr is not None
+    for line in proc.stderr:  # kill it once it has written part of the pool
+        if '"phase":"write"' in line:
+            proc.kill()
+            break
+    proc.wait(30)
+    assert proc.returncode == -9, "the rebuild finished before it could be killed"
+    assert client.get(keys.layout) == b"rebuilding"
+    assert next(client.scan_iter(match=keys.match_players, count=1000), None) is not None
+    with pytest.raises(UnknownLayout):  # every reader refuses it
+        check_layout(client, keys)
+    assert client.exists(keys.offsets(topic)) == 0  # written after the players
+    # a consumer of the pool refuses it too, and writes nothing
+    pipeline = Pipeline(
+        Config(
+            bootstrap_servers=kafka_bootstrap, redis_url=redis_url, namespace=ns, topic=topic,
+            group=group, rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
+        ),
+        params,
+    )  # fmt: skip
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            pipeline.run(serve_metrics=False, signals=False)
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(90)
+    if thread.is_alive():
+        pipeline.request_stop()
+        thread.join(30)
+        raise AssertionError("the consumer ran on a namespace being rebuilt")
+    assert len(raised) == 1 and isinstance(raised[0], UnknownLayout), raised
+    assert client.get(keys.layout) == b"rebuilding"
+    # nothing applied (the relay's empty outbox stream and its group are made at start)
+    assert client.exists(keys.offsets(topic), keys.lb, keys.pop) == 0
+    assert client.xlen(keys.outbox) == 0
+
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert '"unfinished_rebuild_removed"' in again.stderr
+    assert check_layout(client, keys) == 2
+    S.assert_as_replayed(client, keys, events, params)
+    assert S.applied_offsets(client, keys, topic) == {0: len(events)}
+    # a third run refuses the namespace: it holds a pool now
+    third = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert third.returncode == 3, third.stderr[-2000:]
+    assert check_layout(client, keys) == 2
+    client.close()
+
+
+def test_a_namespace_with_keys_is_refused_and_left_alone(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
+) -> None:
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    S.produce(kafka_bootstrap, topic, [(b"a", encode_kill_event(S.events(1, 2, 1, 1)[0]))])
+    ns, keys, client = S.rating_pool(redis_url, unique_name)  # a snapshot published: a key
+    before = sorted(client.scan_iter(match=keys.match_all))
+    cmd = _rebuild_cmd(kafka_bootstrap, redis_url, ns, topic, "g", _snapshot_file(tmp_path))
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert sorted(client.scan_iter(match=keys.match_all)) == before
+    client.close()
+
+
+def test_partitions_are_merged_by_event_time_and_equal_the_replay_of_that_order(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
+) -> None:
+    params = Params()
+    events = S.events(6_000, players=800, arenas=12, seed=33)
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=3)
+    S.produce(kafka_bootstrap, topic, S.encoded(events))
+    ns, group = unique_name("ns"), unique_name("g")
+    keys = Keys(ns)
+    client = redis.Redis.from_url(redis_url)
+    cmd = _rebuild_cmd(kafka_bootstrap, redis_url, ns, topic, group, _snapshot_file(tmp_path))
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # the order, from the log itself: per partition in offset order, merged by (ts, partition)
+    by_partition: dict[int, list] = {}  # type: ignore[type-arg]
+    for m in S.read_topic(kafka_bootstrap, topic, expect=len(events)):
+        by_partition.setdefault(m.partition(), []).append(m)
+    from schemas import decode_kill_event
+
+    heads = {p: sorted(ms, key=lambda m: m.offset()) for p, ms in by_partition.items()}
+    assert len(heads) > 1
+    merged = []
+    now = time.time_ns() // 1_000_000
+    while heads:
+        p = min(heads, key=lambda q: (decode_kill_event(heads[q][0].value(), now).ts, q))
+        merged.append(decode_kill_event(heads[p].pop(0).value(), now))
+        if not heads[p]:
+            del heads[p]
+    S.assert_as_replayed(client, keys, merged, params)
+    ends = S.end_offsets(kafka_bootstrap, topic, 3)
+    assert S.applied_offsets(client, keys, topic) == {p: e for p, e in ends.items() if e}
+    client.close()
+
+
+def test_records_past_the_sweep_horizon_are_the_consumers(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
+) -> None:
+    # lateness 60 s over 50 min of events: the consumer's sweep deletes most records, and the
+    # rebuild writes only those past the horizon; both hold the same ones there
+    params = Params()
+    lateness = 60_000
+    events = S.events(6_000, players=300, arenas=10, seed=34)
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    S.produce(kafka_bootstrap, topic, S.encoded(events))
+    ns, group = unique_name("ns"), unique_name("g")
+    keys = Keys(ns)
+    client = redis.Redis.from_url(redis_url)
+    cmd = _rebuild_cmd(kafka_bootstrap, redis_url, ns, topic, group, _snapshot_file(tmp_path))
+    done = subprocess.run([*cmd, "--lateness-ms", str(lateness)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    ns_all, keys_all, client_all = S.rating_pool(redis_url, unique_name)
+    config = Config(
+        bootstrap_servers=kafka_bootstrap, redis_url=redis_url, namespace=ns_all, topic=topic,
+        group=unique_name("g"), rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
+        lateness_ms=lateness,
+    )  # fmt: skip
+    consumer = S.start_threaded(config, params)
+    try:
+        S.wait_applied(client_all, keys_all, topic, {0: len(events)}, 240,
+                       alive=consumer.thread.is_alive)  # fmt: skip
+    finally:
+        consumer.stop()
+    assert _pool(client, keys, topic) == _pool(client_all, keys_all, topic)
+    watermark = int(client.hget(keys.watermarks(topic), "0"))
+    horizon = watermark - lateness - params.pair_memory_ms
+
+    def live(c: redis.Redis, k: Keys) -> dict[bytes, bytes]:
+        out = {}
+        for key, value in _live_records(c, k).items():
+            short = key.split(b"}", 1)[1]
+            if short.startswith(b":cd:") and int(value) <= horizon:
+                continue  # no accepted event can fall in its cooldown: either may hold it
+            out[short] = value
+        return out
+
+    mine, theirs = live(client, keys), live(client_all, keys_all)
+    assert mine == theirs
+    assert len(_live_records(client, keys)) < 6_000 * 2 * 0.5  # records were swept
+    client.close()
+    client_all.close()
+
+
+def test_usage_errors_exit_2_before_touching_kafka_or_redis(tmp_path: Path) -> None:
+    base = [sys.executable, "-m", "adr_cli.main", "rebuild", "--bootstrap-servers", "127.0.0.1:1",
+            "--redis-url", "redis://127.0.0.1:1", "--namespace", "n", "--group", "g"]  # fmt: skip
+    bad_snapshot = tmp_path / "bad.json"
+    bad_snapshot.write_text("{}")
+    for extra in (["--param", "no_such=1"], ["--snapshot", str(bad_snapshot)],
+                  ["--commands-per-round", "0"], ["--lateness-ms", "-1"]):  # fmt: skip
+        done = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2, (extra, done.stderr[-2000:])
+        assert '"event":"usage"' in done.stderr
+
+
+@pytest.mark.parametrize("pause_at", [1, 3, 200_000])
+def test_the_read_merges_partitions_by_event_time_also_while_pausing_them(
+    kafka_bootstrap: str, kafka_admin, unique_name, pause_at: int
+) -> None:
+    from confluent_kafka import Consumer
+
+    from adr_cli import _rebuild_log
+    from schemas import Limits
+
+    events = S.events(3_000, players=200, arenas=9, seed=35)
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=3)
+    items = list(S.encoded(events))
+    items.insert(100, (b"arena-1", MALFORMED))
+    S.produce(kafka_bootstrap, topic, items)
+    reader = Consumer(_rebuild_log.settings(kafka_bootstrap, unique_name("g"), {}))
+    out = _rebuild_log.LogRead()
+    try:
+        got = list(
+            _rebuild_log.read_log(
+                reader, topic, Limits(max_age_ms=2**62), out, lambda n: None, pause_at=pause_at
+            )
+        )
+    finally:
+        reader.close()
+    # expected: each partition in offset order, merged by (ts, partition)
+    per_partition: dict[int, list[tuple[int, int, str]]] = {}
+    for p, offset, e in got:
+        per_partition.setdefault(p, []).append((offset, e.ts, e.id))
+    assert all(rows == sorted(rows) for rows in per_partition.values())  # offset order
+    heads = {p: list(rows) for p, rows in per_partition.items()}
+    want = []
+    while heads:
+        p = min(heads, key=lambda q: (heads[q][0][1], q))
+        want.append(heads[p].pop(0)[2])
+        if not heads[p]:
+            del heads[p]
+    assert [e.id for _p, _o, e in got] == want
+    assert sorted(e.id for _p, _o, e in got) == sorted(e.id for e in events)
+    assert sum(out.rejected.values()) == 1 and out.messages == len(items)
+    assert sum(out.ends.values()) == len(items)
