@@ -34,7 +34,7 @@ from engine._kill import KillOutcome, predict, rate_kill
 from engine._learning_rate import eta, eta_base, eta_streak, eta_trend, eta_vol, window_mean
 from engine._model import HashFields, Outcome, RatingModel
 from engine._model_book import ModelBook
-from engine._models import MODELS, model_named
+from engine._models import MODELS, model_named, model_parameters
 from engine._outcome import diffusion, outcome_probability, p_ab, p_ab_logistic
 from engine._sigma import sigma_mean, sigma_units
 from engine._snapshot import (
@@ -141,6 +141,7 @@ __all__ = [
     "is_duplicate",
     "is_returning",
     "model_named",
+    "model_parameters",
     "new_player",
     "outcome_probability",
     "p_ab",
