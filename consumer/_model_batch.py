@@ -6,7 +6,8 @@ calls into the model to native ones (ADR's throughput). A pool of another model
 order: already applied, late (per partition watermark), corrupt state, pool bound and refused
 offsets, the event-id rule, the cooldown of §2.1, then the model's update. What differs is only
 what the model owns: its states (any Struct), their hash values (`to_fields`, layout 2's fields),
-the leaderboard score (its display rating, `SCORED_PLAYER_ITEMS`) and the rating changes, which
+the leaderboard score (its display rating, `SCORED_PLAYER_ITEMS`; ranked once placed in a tier,
+as ADR's players are) and the rating changes, which
 name the model (schemas/rating_change.md, `model`). The pool's σ-sum S is ADR's: a model without
 one has `units` 0, so S and its limbs stay 0.
 
@@ -218,8 +219,8 @@ def _plan_players(
         out.extend(model_items(fields))
         since = model.activity_time(state)
         out.append("" if since is None else str(since))
-        out.append(float_text(model.display(state)))  # every rated player is ranked
         tier = fields[4]
+        out.append(float_text(model.display(state)) if tier else "")  # ranked once placed
         old_tier = 0 if old is None else model.tier(old)
         if old is None or old_tier != tier:
             if old_tier:

@@ -11,6 +11,7 @@ import random
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 import consumer_support as S
@@ -18,7 +19,7 @@ import msgspec
 import pytest
 import redis
 
-from engine import model_named, model_parameters
+from engine import TIER_LABELS, model_named, model_parameters
 from redis_layout import Keys, ModelMismatch, model_stamp, pool_model, stamp_model
 from redis_layout.player_codec import READ_FIELDS, decode_fields
 from schemas import change_order, decode_rating_change
@@ -102,7 +103,12 @@ def test_model_pool_killed_mid_run_equals_the_replay(
     assert got == want  # every field of every player, floats compared exactly
     assert int(client.hget(keys.pop, "count")) == len(want)
     ranked = dict(client.zrange(keys.lb, 0, -1, withscores=True))
-    assert {p.decode(): s for p, s in ranked.items()} == {p: r["display"] for p, r in want.items()}
+    placed = {p: r["display"] for p, r in want.items() if r["tier"]}
+    assert len(placed) > len(want) // 10  # the common tier rule placed players
+    assert {p.decode(): s for p, s in ranked.items()} == placed  # ranked by display, once placed
+    tiers = Counter(TIER_LABELS[r["tier"] - 1] for r in want.values() if r["tier"])
+    counts = {k.decode(): int(v) for k, v in client.hgetall(keys.tier_counts).items()}
+    assert {k: v for k, v in counts.items() if v} == dict(tiers)
     assert json.loads(client.get(keys.model))["model"] == name
 
     changes = [
