@@ -32,7 +32,13 @@ from redis_layout.layout import (
     check_layout,
     stamp_layout,
 )
-from redis_layout.pool_model import ModelMismatch, model_stamp, pool_model, stamp_model
+from redis_layout.pool_model import (
+    ModelMismatch,
+    model_stamp,
+    pool_model,
+    pool_model_parameters,
+    stamp_model,
+)
 from redis_layout.snapshot_codec import decode_snapshot, encode_snapshot
 
 __all__ = [
@@ -48,6 +54,7 @@ __all__ = [
     "encode_snapshot",
     "model_stamp",
     "pool_model",
+    "pool_model_parameters",
     "stamp_layout",
     "stamp_model",
 ]

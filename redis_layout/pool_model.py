@@ -38,16 +38,27 @@ class ModelMismatch(LayoutError):
 def model_stamp(name: str, parameters: Mapping[str, Any]) -> str:
     """`{ns}:model`'s value: JSON {"model": name, "params": the first 16 hex digits of SHA-256
     over the parameters as sorted JSON (floats in their shortest exact form, other values such as
-    fractions as their text)}."""
+    fractions as their text), "parameters": those parameters} (the tier job builds the model
+    from them to read its display rating)."""
     canonical = json.dumps(dict(parameters), sort_keys=True, separators=(",", ":"), default=str)
     digest = hashlib.sha256(canonical.encode()).hexdigest()[:16]
-    return json.dumps({"model": name, "params": digest}, separators=(",", ":"))
+    given = json.loads(canonical)
+    return json.dumps({"model": name, "params": digest, "parameters": given}, separators=(",", ":"))
 
 
 def pool_model(client: Any, keys: Keys) -> str:
     """A reader's view: the name of the pool's model (DEFAULT_MODEL where none is recorded)."""
+    return pool_model_parameters(client, keys)[0]
+
+
+def pool_model_parameters(client: Any, keys: Keys) -> tuple[str, dict[str, Any]]:
+    """The pool's model and the parameters it records ({} where none is recorded: ADR's)."""
     raw = client.get(keys.model)
-    return DEFAULT_MODEL if raw is None else _name(keys.model, raw)
+    if raw is None:
+        return DEFAULT_MODEL, {}
+    name = _name(keys.model, raw)
+    parameters = json.loads(raw).get("parameters", {})
+    return name, parameters if isinstance(parameters, dict) else {}
 
 
 def stamp_model(client: Any, keys: Keys, stamp: str) -> None:
