@@ -34,8 +34,9 @@ from engine import (
 )
 from redis_layout import Keys
 from redis_layout.player_codec import script_items
-from schemas import RatingChange, Role
+from schemas import Role
 from schemas.rating_change import VERSION as RATING_CHANGE_VERSION
+from schemas.rating_change import AdrRatingChange
 
 _LIMB_BITS: Final = 32
 _LIMB_MASK: Final = (1 << _LIMB_BITS) - 1
@@ -350,10 +351,11 @@ def rating_change_record(
     `epoch`: the bytes of
     `schemas.encode_rating_change(schemas.rating_change(...))` (tests/consumer/test_batch.py
     checks it), without that helper's interpreted frames: the Struct is built here, compiled, and
-    encoded by an encoder made once."""
+    encoded by an encoder made once; it is `AdrRatingChange`, RatingChange without `model`
+    (the same bytes: an ADR change leaves `model` out)."""
     old_tier, new_tier = old.tier, new.tier
     return _ENCODE_RECORD(
-        RatingChange(
+        AdrRatingChange(
             v=RATING_CHANGE_VERSION,
             id=source_id + _ID_SUFFIX[role],
             player=player,

@@ -52,8 +52,11 @@ _TIER = msgspec.Meta(
 # gc=False: only strings and numbers, never part of a reference cycle (see KillEvent).
 # omit_defaults: a change without a sequence (`seq` 0), epoch (`epoch` 0) or model (None: ADR)
 # encodes exactly as before those fields existed.
-class RatingChange(msgspec.Struct, kw_only=True, frozen=True, gc=False, omit_defaults=True):
-    """How one counted kill event changed one player's rating."""
+class AdrRatingChange(msgspec.Struct, kw_only=True, frozen=True, gc=False, omit_defaults=True):
+    """`RatingChange` without its last field, `model`: what a consumer of an ADR pool builds
+    and encodes. Its bytes are RatingChange's with `model` at its default (omitted on the wire),
+    and its construction does not pay for a field ADR never sets (consumer/_batch.py's hot
+    path). Readers decode every change as RatingChange."""
 
     v: Annotated[Literal[1], msgspec.Meta(description="format version")]
     id: Annotated[
@@ -94,6 +97,11 @@ class RatingChange(msgspec.Struct, kw_only=True, frozen=True, gc=False, omit_def
             extra_json_schema={"minimum": 0},
         ),
     ] = 0
+
+
+class RatingChange(AdrRatingChange, kw_only=True, frozen=True, gc=False, omit_defaults=True):
+    """How one counted kill event changed one player's rating."""
+
     model: Annotated[
         str | None,
         msgspec.Meta(
