@@ -33,7 +33,7 @@ from consumer._retry import RedisRetry
 from consumer._stages import NO_STAGES, StageTimer
 from consumer.config import Config
 from engine import AdrModel, Params, RatingModel, model_parameters
-from redis_layout import Keys, model_stamp, stamp_layout, stamp_model
+from redis_layout import Keys, ModelMismatch, model_stamp, stamp_layout, stamp_model
 from runtime import compiled
 from runtime.settings import settings_fields
 
@@ -116,19 +116,24 @@ class Pipeline:
 
     def run(self, serve_metrics: bool = True, signals: bool = True) -> None:
         """Consume until SIGTERM/SIGINT, then finish the batch, flush, commit, leave the group.
-        First the pool's model is checked (`stamp_model`): ModelMismatch if the pool records
-        another model or other parameters, before anything is read or served."""
-        model = self.model
-        stamp = model_stamp(model.name, model_parameters(model))
-        try:
-            self._retry(lambda: stamp_model(self.redis, self.keys, stamp), "check the pool model")
-        except StopRequested as exc:
-            _stopped_waiting(exc)
-            return
+        First the pool's model is checked (`stamp_model`, waiting for Redis while serving the
+        probes): ModelMismatch if the pool records another model or other parameters, before
+        the group is joined or anything is read."""
         if serve_metrics:
             self.http = serve(self.metrics, self.config.metrics_host, self.config.metrics_port)
         if signals:
             self._install_signals()
+        model = self.model
+        stamp = model_stamp(model.name, model_parameters(model))
+        try:
+            self._retry(lambda: stamp_model(self.redis, self.keys, stamp), "check the pool model")
+        except (StopRequested, ModelMismatch) as exc:
+            if self.http is not None:
+                self.http.shutdown()
+            if isinstance(exc, ModelMismatch):
+                raise
+            _stopped_waiting(exc)
+            return
         self._collector.start()
         self._subscribe()
         log.info(

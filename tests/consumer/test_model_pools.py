@@ -22,9 +22,12 @@ import redis
 from engine import TIER_LABELS, model_named, model_parameters
 from redis_layout import Keys, ModelMismatch, model_stamp, pool_model, stamp_model
 from redis_layout.player_codec import READ_FIELDS, decode_fields
+from runtime import compiled
 from schemas import change_order, decode_rating_change
 
 pytestmark = pytest.mark.integration  # starts consumer processes of its own
+
+ROOT = Path(__file__).resolve().parents[2]
 
 OTHER_MODELS = ("elo", "glicko2", "trueskill", "weng-lin")
 MODEL_PARAMS = {"elo": ("k=24",), "glicko2": (), "trueskill": ("display_k=2",), "weng-lin": ()}
@@ -51,10 +54,39 @@ def _replay(tmp_path: Path, name: str, events: list, params: tuple[str, ...]) ->
     return out
 
 
-@pytest.mark.parametrize("name", OTHER_MODELS)
+def _compiled_adr() -> list[str]:
+    """The compiled build's `adr` (runtime/compiled.py), or a skip where it is not current."""
+    venv = compiled.venv()
+    reason = compiled.stale_reason(venv, ROOT)
+    if reason is not None:
+        (pytest.fail if compiled.required() else pytest.skip)(reason)
+    return [str(venv / "bin" / "adr")]
+
+
+def _start(cmd: list[str], log: Path, build: str) -> subprocess.Popen[bytes]:
+    if build == "pure":
+        return S.start_process(cmd, str(log))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "ADR_COMPILED")}
+    out = open(log, "ab")  # noqa: SIM115 - lives as long as the process
+    return subprocess.Popen(  # not from the source tree: its .py would shadow the build
+        cmd, stdout=out, stderr=out, start_new_session=True, cwd=log.parent, env=env
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "build"),
+    [*((name, "pure") for name in OTHER_MODELS), ("elo", "compiled"), ("trueskill", "compiled")],
+)
 def test_model_pool_killed_mid_run_equals_the_replay(
-    name: str, kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
+    name: str,
+    build: str,
+    kafka_bootstrap: str,
+    redis_url: str,
+    kafka_admin,
+    unique_name,
+    tmp_path: Path,
 ) -> None:
+    """Pure, and compiled (the rating loop's Rating, cache and engine as mypyc built them)."""
     n = 12_000
     topic, ns, keys, client = S.pool_on_topic(kafka_admin, redis_url, unique_name)
     events = S.events(n, players=1_500, arenas=60, seed=47)
@@ -65,8 +97,10 @@ def test_model_pool_killed_mid_run_equals_the_replay(
         kafka_bootstrap, redis_url, ns, topic, unique_name("g"), "--model", name, *model_flags,
         "--group-instance-id", "c1", "--outbox-claim-idle-ms", "1000", "--batch-size", "200",
     )  # fmt: skip
+    if build == "compiled":
+        cmd = [*_compiled_adr(), *cmd[3:]]  # `adr consume ...` of the compiled build
     log = tmp_path / "consumer.log"
-    proc = S.start_process(cmd, str(log))
+    proc = _start(cmd, log, build)
     kills: list[int] = []
     for target in sorted(random.Random(name).sample(range(n // 10, n - n // 10), 3)):
         applied = 0
@@ -77,7 +111,7 @@ def test_model_pool_killed_mid_run_equals_the_replay(
             break
         S.sigkill(proc)
         kills.append(applied)
-        proc = S.start_process(cmd, str(log))
+        proc = _start(cmd, log, build)
     assert kills, f"the run ended before a kill: {log.read_text()[-2000:]}"
     S.wait_applied(client, keys, topic, {0: n}, 180, alive=lambda: proc.poll() is None)
     S.wait_outbox_empty(client, keys, 60)
@@ -179,4 +213,19 @@ def test_a_model_other_than_adr_refuses_a_pool_adr_wrote_before_the_stamp(
     adr = model_named("adr")
     stamp_model(client, keys, model_stamp("adr", model_parameters(adr)))
     assert pool_model(client, keys) == "adr"
+    client.close()
+
+
+def test_a_model_key_that_is_not_a_stamp_is_refused(redis_url: str, unique_name) -> None:
+    client = redis.Redis.from_url(redis_url)
+    keys = Keys(unique_name("ns"))
+    stamp = model_stamp("elo", model_parameters(model_named("elo")))
+    for garbage in (b"elo", b'{"model": 3}', b"\xff\xfe"):
+        client.set(keys.model, garbage)
+        with pytest.raises(ModelMismatch):
+            stamp_model(client, keys, stamp)
+        with pytest.raises(ModelMismatch):
+            pool_model(client, keys)
+        assert client.get(keys.model) == garbage  # left for the operator, not overwritten
+    client.delete(keys.model)
     client.close()
