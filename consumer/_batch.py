@@ -14,7 +14,7 @@ from binascii import hexlify
 from collections import Counter
 from collections.abc import Container
 from hashlib import blake2b
-from typing import Final, cast
+from typing import Any, Final, cast
 
 import msgspec
 from msgspec.structs import astuple
@@ -27,14 +27,16 @@ from engine import (
     AdrModel,
     Params,
     PlayerState,
+    RatingModel,
     Snapshot,
     is_duplicate,
     tier_label,
 )
 from redis_layout import Keys
 from redis_layout.player_codec import script_items
-from schemas import RatingChange, Role
+from schemas import Role
 from schemas.rating_change import VERSION as RATING_CHANGE_VERSION
+from schemas.rating_change import AdrRatingChange
 
 _LIMB_BITS: Final = 32
 _LIMB_MASK: Final = (1 << _LIMB_BITS) - 1
@@ -120,19 +122,33 @@ class Plan:
 
 class Rating:
     """The pure rating step with the settings it uses: the pool's rating model, the key names,
-    the lateness and the pool's bound on players (consumer.Config)."""
+    the lateness and the pool's bound on players (consumer.Config).
 
-    __slots__ = ("keys", "lateness_ms", "max_players", "model", "params")
+    ADR is rated by `rate_batch`, typed with ADR's class (compiled calls are native); any other
+    model by consumer/_model_batch.py's generic loop, the same rules. `params` gives the pool's
+    rules the model does not own (the cooldown of §2.1): ADR's own Params for ADR."""
+
+    __slots__ = ("adr", "keys", "lateness_ms", "max_players", "model", "other", "params")
 
     def __init__(
         self,
-        model: AdrModel,
+        model: RatingModel[Any],
         keys: Keys,
         lateness_ms: int = DEFAULT_LATENESS_MS,
         max_players: int | None = None,
+        params: Params | None = None,
     ) -> None:
         self.model = model
-        self.params = model.params
+        self.adr: AdrModel | None = model if isinstance(model, AdrModel) else None
+        self.other: Any = None
+        """rate_model_batch for a model other than ADR (imported here: it imports this)."""
+        if self.adr is not None:
+            self.params = self.adr.params
+        else:
+            from consumer._model_batch import rate_model_batch
+
+            self.other = rate_model_batch
+            self.params = params if params is not None else Params()
         self.keys = keys
         self.lateness_ms = lateness_ms
         self.max_players = max_players
@@ -140,6 +156,21 @@ class Rating:
     def rate(self, batch: Batch, view: View, stages: StageTimer = NO_STAGES) -> Plan:
         """`batch` rated on `view` (`rate_batch`); the events it leaves out are in
         `Plan.rejected`, and those dead-lettered by an earlier attempt stay refused."""
+        adr = self.adr
+        if adr is None:
+            plan: Plan = self.other(
+                batch.accepted,
+                batch.next_offsets,
+                view,
+                self.keys,
+                self.params,
+                self.model,
+                self.lateness_ms,
+                self.max_players,
+                batch.dead_lettered,
+                stages,
+            )
+            return plan
         return rate_batch(
             batch.accepted,
             batch.next_offsets,
@@ -150,7 +181,7 @@ class Rating:
             self.max_players,
             batch.dead_lettered,
             stages,
-            self.model,
+            adr,
         )
 
 
@@ -183,7 +214,7 @@ def rate_batch(
     rule. `model` is annotated with ADR's class, not the Protocol: compiled, a call through the
     Protocol is a generic Python call, which cost the rating path 2,700 instructions per event
     (+3.9 %, bench/rate_batch_instructions.py); statically typed, the calls are native. Another
-    model (the pool's `--model`) changes this annotation and `Rating`'s, in this module only."""
+    model (the pool's `--model`) is rated by consumer/_model_batch.py instead (`Rating`)."""
     if model is None:
         model = AdrModel(params)
     stages.start()
@@ -324,10 +355,11 @@ def rating_change_record(
     `epoch`: the bytes of
     `schemas.encode_rating_change(schemas.rating_change(...))` (tests/consumer/test_batch.py
     checks it), without that helper's interpreted frames: the Struct is built here, compiled, and
-    encoded by an encoder made once."""
+    encoded by an encoder made once; it is `AdrRatingChange`, RatingChange without `model`
+    (the same bytes: an ADR change leaves `model` out)."""
     old_tier, new_tier = old.tier, new.tier
     return _ENCODE_RECORD(
-        RatingChange(
+        AdrRatingChange(
             v=RATING_CHANGE_VERSION,
             id=source_id + _ID_SUFFIX[role],
             player=player,

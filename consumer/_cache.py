@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
+from typing import Any
 
-from engine import PlayerState
-
-Entry = tuple[PlayerState, int]
-"""(state, ver) as Redis holds it."""
+Entry = tuple[Any, int]
+"""(state, ver) as Redis holds it: the pool's model's state (engine.PlayerState for ADR; typed
+Any so that the compiled cache holds any model's Struct)."""
 
 
 class Entries(Mapping[str, Entry]):
@@ -24,10 +24,10 @@ class Entries(Mapping[str, Entry]):
     __slots__ = ("_states", "_vers")
 
     def __init__(self) -> None:
-        self._states: dict[str, PlayerState] = {}
+        self._states: dict[str, Any] = {}
         self._vers: dict[str, int] = {}
 
-    def put(self, player: str, state: PlayerState, ver: int) -> None:
+    def put(self, player: str, state: Any, ver: int) -> None:
         self._states[player] = state
         self._vers[player] = ver
 

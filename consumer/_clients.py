@@ -13,7 +13,7 @@ import dataclasses
 import functools
 import logging
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 from consumer._dead_letters import DeadLetters
 from consumer._errors import CorruptState
@@ -24,7 +24,7 @@ from consumer._relay import Relay
 from consumer._stages import NO_STAGES, StageTimer
 from consumer._store import Store
 from consumer.config import Config
-from engine import Params
+from engine import Params, RatingModel
 from redis_layout import Keys
 from runtime import connect
 
@@ -55,10 +55,15 @@ class Clients:
 
     @classmethod
     def connect(
-        cls, config: Config, params: Params, metrics: Metrics, stages: StageTimer = NO_STAGES
+        cls,
+        config: Config,
+        params: Params,
+        metrics: Metrics,
+        stages: StageTimer = NO_STAGES,
+        model: RatingModel[Any] | None = None,
     ) -> Clients:
         """The real clients of `config`: Redis, the group member, the producers (`stages`:
-        consumer/_stages.py)."""
+        consumer/_stages.py); the store reads and writes the hashes of `model` (None: ADR)."""
         errors = KafkaErrors(metrics)
         keys = Keys(config.namespace)
         client = connect(
@@ -78,6 +83,7 @@ class Clients:
             on_corrupt,
             stages,
             max_age_ms=config.max_age_ms,
+            model=model,
         )
         kafka = new_consumer(config, errors)
         producer = new_producer(config, errors)

@@ -7,6 +7,7 @@ write script's arguments from them.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import chain
@@ -19,10 +20,18 @@ import redis
 from consumer._batch import Plan, View
 from consumer._errors import CorruptState
 from consumer._stages import NO_STAGES, READ, WRITE_ARGUMENTS, StageTimer
-from engine import DEFAULT_LATENESS_MS, Params, PlayerState, Snapshot, initial_snapshot
+from engine import (
+    DEFAULT_LATENESS_MS,
+    AdrModel,
+    Params,
+    PlayerState,
+    RatingModel,
+    Snapshot,
+    initial_snapshot,
+)
 from redis_layout import CorruptValue, Keys, apply_contract, decode_snapshot, scripts
 from redis_layout.keys import DUE_BUCKET_MS
-from redis_layout.player_codec import READ_FIELDS, decode_player
+from redis_layout.player_codec import READ_FIELDS, decode_fields, decode_player
 from redis_layout.raw import PendingWrite, Sent, pipelined
 from schemas import DEFAULT_LIMITS
 
@@ -71,8 +80,24 @@ class Store:
         on_corrupt: Callable[[CorruptState], None] = _ignore,
         stages: StageTimer = NO_STAGES,
         max_age_ms: int = DEFAULT_LIMITS.max_age_ms,
+        model: RatingModel[Any] | None = None,
     ) -> None:
         self._r = client
+        adr = model is None or isinstance(model, AdrModel)
+        self._decode: Callable[[Any, str], tuple[Any, int] | None] = (
+            decode_player
+            if model is None or adr
+            else functools.partial(_decode_model_player, model)
+        )
+        """A player's hash from HMGET READ_FIELDS: ADR's codec, or the pool's model's
+        (`to_fields`' values as layout 2 holds them, RatingModel.from_fields)."""
+        self._apply, self._apply_sha = (
+            (scripts.APPLY, scripts.APPLY_SHA)
+            if adr
+            else (scripts.APPLY_SCORED, scripts.APPLY_SCORED_SHA)
+        )
+        """The write script: a pool of another model than ADR sends each player's leaderboard
+        score, its display rating (redis_layout/apply_contract.py, SCORED_PLAYER_ITEMS)."""
         self._stages = stages
         """Times packing the reads and the write and parsing the replies (consumer/_stages.py)."""
         self._on_corrupt = on_corrupt
@@ -169,7 +194,7 @@ class Store:
         read = _ViewRead(self, players, pairs, partitions, cached, ids)
         stages.stop(READ)
         write = self._write_command(plan)
-        sent = Sent(self._r, scripts.APPLY, [*read.commands, write])
+        sent = Sent(self._r, self._apply, [*read.commands, write])
         replies = sent.receive_first(len(read.commands))
         stages.start()
         try:
@@ -207,7 +232,7 @@ class Store:
     def write(self, plan: Plan) -> None:
         """Apply the plan atomically; Conflict (nothing written) if a checked value moved."""
         write = self._write_command(plan)
-        PendingWrite(plan, Sent(self._r, scripts.APPLY, [write])).result()
+        PendingWrite(plan, Sent(self._r, self._apply, [write])).result()
 
     def _write_command(self, plan: Plan) -> bytes:
         """EVALSHA of redis_layout/scripts/apply.lua with the plan's sections.
@@ -240,7 +265,7 @@ class Store:
         }
         sections = [by_name[name] for name in apply_contract.SECTIONS]
         keys = [self._write_keys[name] for name in apply_contract.KEYS]
-        args: list[object] = ["EVALSHA", scripts.APPLY_SHA, len(keys), *keys, k.player("")]
+        args: list[object] = ["EVALSHA", self._apply_sha, len(keys), *keys, k.player("")]
         args += (len(s) for s in sections)
         for section in sections:
             args += section
@@ -326,7 +351,7 @@ class _ViewRead:
         corrupt: dict[str, str] = {}
         for player, values in zip(self.wanted, reply, strict=False):
             try:
-                decoded = decode_player(values, keys.player(player))
+                decoded = store._decode(values, keys.player(player))
             except CorruptValue as exc:
                 corrupt[player] = exc.detail
                 store._on_corrupt(CorruptState(exc.what, exc.key, exc.detail))
@@ -361,6 +386,18 @@ class _ViewRead:
             corrupt=corrupt,
             event_ids=dict(zip(ids, reply[at["event_ids"]], strict=True)) if ids else {},
         )
+
+
+def _decode_model_player(model: RatingModel[Any], values: Any, key: str) -> tuple[Any, int] | None:
+    """(state, ver) of a pool whose model is not ADR, from HMGET READ_FIELDS (None: no hash);
+    CorruptValue for what its codec does not read (another model's hash, a bad value)."""
+    fields = decode_fields(values, key)
+    if fields is None:
+        return None
+    try:
+        return model.from_fields(fields[0]), fields[1]
+    except (ValueError, TypeError) as exc:
+        raise CorruptValue("player", key, f"{type(exc).__name__}: {exc}") from None
 
 
 def _offsets(key: str, partitions: list[int], values: Any) -> dict[int, int | None]:

@@ -6,8 +6,9 @@ import argparse
 import logging
 
 from consumer._errors import ConsumerError, KafkaUnrecoverable
-from consumer.config import add_arguments, from_args
+from consumer.config import add_arguments, from_args, pool_model
 from engine import ParamError, Params
+from redis_layout import ModelMismatch
 from runtime import ProbeServerError, RuntimeConfigError, redact_text
 from runtime import logs as _log
 
@@ -38,6 +39,7 @@ def run(args: argparse.Namespace) -> int:
         config = from_args(args)
         params = Params.from_overrides(dict(config.params))
         refuse_offline_only(params)
+        model = pool_model(config, params)
     except (ConsumerError, ParamError) as exc:
         log.error("bad configuration", extra={"error": str(exc)})
         return EXIT_CONFIG
@@ -46,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
     from consumer.pipeline import Pipeline  # imports the Kafka client only when running
 
     try:
-        pipeline = Pipeline(config, params)
+        pipeline = Pipeline(config, params, model=model)
     except (KafkaException, RuntimeConfigError) as exc:  # librdkafka refused a setting
         log.error("bad Kafka configuration", extra={"error": redact_text(str(exc))})
         return EXIT_CONFIG
@@ -61,6 +63,11 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_KAFKA
     except ProbeServerError as exc:  # raised before the pipeline subscribes: nothing to undo
         log.error("cannot serve metrics", extra={"error": str(exc)})
+        pipeline.kafka.close()
+        pipeline.redis.close()
+        return EXIT_CONFIG
+    except ModelMismatch as exc:  # raised before the pipeline subscribes: nothing consumed
+        log.error("the pool runs another model", extra={"error": str(exc)})
         pipeline.kafka.close()
         pipeline.redis.close()
         return EXIT_CONFIG

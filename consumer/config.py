@@ -8,12 +8,13 @@ import dataclasses
 import os
 import socket
 from collections.abc import Mapping
+from typing import Any
 
 from consumer._errors import ConsumerError
-from engine import DEFAULT_LATENESS_MS
+from engine import DEFAULT_LATENESS_MS, MODELS, ParamError, Params, RatingModel, model_named
 from runtime import KafkaSettings
 from runtime.service import add_service_arguments, service_config
-from runtime.settings import setting, settings_repr
+from runtime.settings import key_values, setting, settings_repr
 from schemas import DEFAULT_MAX_AGE_MS, DEFAULT_MAX_FUTURE_MS
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -151,6 +152,21 @@ class Config:
         shown="hostname-pid",
         default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}",
     )
+    model: str = setting(
+        "adr",
+        env="ADR_MODEL",
+        help="the pool's rating model: adr, elo, glicko2, trueskill, weng-lin (docs/models.md)",
+    )
+    """The pool's rating model (engine.MODELS). The pool records it with a digest of its
+    parameters at first start ({ns}:model); a process with another model or other parameters
+    refuses the pool (exit 2) before it consumes anything."""
+    model_params: str = setting(
+        "",
+        env="ADR_MODEL_PARAMS",
+        help="parameters of a model other than adr, 'a=1,b=2' (also --model-param NAME=VALUE)",
+    )
+    """The model's parameter overrides (not adr's: those are `--param`), NAME=VALUE joined by
+    commas; the repeatable `--model-param NAME=VALUE` adds to them, later wins."""
     params: Mapping[str, str] = dataclasses.field(default_factory=dict)
     """Engine parameter overrides (`--param NAME=VALUE`), checked by engine.Params."""
     kafka: KafkaSettings = dataclasses.field(default_factory=KafkaSettings)
@@ -180,18 +196,44 @@ class Config:
 
 _EPILOG = (
     "exit status: 0 stopped by SIGTERM/SIGINT after the batch in hand; 2 bad configuration "
-    "(a flag, an environment variable, the --config file, a Kafka setting); 3 Kafka refuses "
-    "what no retry can change (an unsupported broker version, an invalid setting). Other "
-    "failures of Kafka (ACLs, missing topics, brokers down) or Redis while running are "
-    "retried, not exits."
+    "(a flag, an environment variable, the --config file, a Kafka setting) or a pool that records "
+    "another model or other model parameters ({ns}:model); 3 Kafka refuses what no retry can "
+    "change (an unsupported broker version, an invalid setting). Other failures of Kafka (ACLs, "
+    "missing topics, brokers down) or Redis while running are retried, not exits."
 )
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of `adr consume`; each defaults to its environment variable, then Config's."""
     add_service_arguments(parser, Config, _EPILOG)
+    parser.add_argument(
+        "--model-param",
+        dest="model_param",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="override a parameter of the model (not adr; repeatable, after --model-params, "
+        "ADR_MODEL_PARAMS and the file's model_params; docs/models.md)",
+    )
 
 
 def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Config:
     """Config from parsed flags over environment variables over the config file over defaults."""
-    return service_config(Config, args, environ, ConsumerError, section="consume")
+    config = service_config(Config, args, environ, ConsumerError, section="consume")
+    extra = [item for item in getattr(args, "model_param", None) or [] if item.strip()]
+    if extra:
+        joined = ",".join([config.model_params, *extra] if config.model_params else extra)
+        config = dataclasses.replace(config, model_params=joined)
+    return config
+
+
+def pool_model(config: Config, params: Params) -> RatingModel[Any]:
+    """The pool's rating model: `config.model` with `config.model_params` (ADR: `params`).
+    ParamError (exit 2) for an unknown model, parameter or value."""
+    items = [item for item in config.model_params.split(",") if item.strip()]
+    overrides = key_values(
+        items, lambda item: ParamError(f"--model-param expects NAME=VALUE, got {item!r}")
+    )
+    if config.model == MODELS[0] and overrides:
+        raise ParamError("adr's parameters are --param names, not --model-param")
+    return model_named(config.model, overrides, params)

@@ -34,8 +34,8 @@ from consumer._retry import RedisRetry
 from consumer._stages import NO_STAGES, StageTimer
 from consumer._topic_watch import TopicWatch
 from consumer.config import Config
-from engine import AdrModel, Params
-from redis_layout import Keys, stamp_layout
+from engine import AdrModel, Params, RatingModel, model_parameters
+from redis_layout import Keys, ModelMismatch, model_stamp, stamp_layout, stamp_model
 from runtime import compiled
 from runtime.settings import settings_fields
 
@@ -55,16 +55,21 @@ class Pipeline:
         metrics: Metrics | None = None,
         clients: Clients | None = None,
         stage_timer: StageTimer = NO_STAGES,
+        model: RatingModel[Any] | None = None,
     ) -> None:
         """`clients`: what the pipeline reads from and writes to, reporting to `metrics`
         (None: `Clients.connect(config, params, metrics)`, the real servers). `stage_timer` is
         told where each batch's CPU time goes (the benchmark's profiling phase,
-        consumer/_stages.py); the default does nothing."""
+        consumer/_stages.py); the default does nothing. `model`: the pool's rating model
+        (consumer.config.pool_model; None: ADR with `params`)."""
         self.config = config
         self.params = params
+        self.model: RatingModel[Any] = AdrModel(params) if model is None else model
         self.metrics = metrics or Metrics()
         self.keys = Keys(config.namespace)
-        self.clients = clients or Clients.connect(config, params, self.metrics, stage_timer)
+        self.clients = clients or Clients.connect(
+            config, params, self.metrics, stage_timer, self.model
+        )
         self.metrics.pool_max_players.set(config.max_players)
         self._stopping = False
         retry = RedisRetry(
@@ -78,8 +83,8 @@ class Pipeline:
         self.blocked = self.partitions.blocked
         self.log_range = self.partitions.log_range
         self._collector = Collector()
-        # The pool's rating model: ADR with the pipeline's parameters (engine.RatingModel).
-        rating = Rating(AdrModel(params), self.keys, config.lateness_ms, config.max_players)
+        # The pool's rating model (engine.RatingModel), recorded in {ns}:model at `run`.
+        rating = Rating(self.model, self.keys, config.lateness_ms, config.max_players, params)
         self.lifecycle = Lifecycle(
             config,
             self.clients,
@@ -113,11 +118,25 @@ class Pipeline:
     # -- the loop -----------------------------------------------------------------------------
 
     def run(self, serve_metrics: bool = True, signals: bool = True) -> None:
-        """Consume until SIGTERM/SIGINT, then finish the batch, flush, commit, leave the group."""
+        """Consume until SIGTERM/SIGINT, then finish the batch, flush, commit, leave the group.
+        First the pool's model is checked (`stamp_model`, waiting for Redis while serving the
+        probes): ModelMismatch if the pool records another model or other parameters, before
+        the group is joined or anything is read."""
         if serve_metrics:
             self.http = serve(self.metrics, self.config.metrics_host, self.config.metrics_port)
         if signals:
             self._install_signals()
+        model = self.model
+        stamp = model_stamp(model.name, model_parameters(model))
+        try:
+            self._retry(lambda: stamp_model(self.redis, self.keys, stamp), "check the pool model")
+        except (StopRequested, ModelMismatch) as exc:
+            if self.http is not None:
+                self.http.shutdown()
+            if isinstance(exc, ModelMismatch):
+                raise
+            _stopped_waiting(exc)
+            return
         self._collector.start()
         self._subscribe()
         log.info(

@@ -21,13 +21,15 @@ import msgspec
 from engine._model import HashFields
 from engine._model_config import check
 from engine._state import Snapshot
+from engine._tiers import display_tier_step
+from engine.params import TIER_COUNT
 
 ELO: Final = "elo"
 K_RULES: Final = ("fixed", "fide", "uscf")
 EMPTY_WINDOW: Final = msgspec.msgpack.encode(())
 """The `window` hash value of a model without one: an empty msgpack array."""
 _ENCODE: Final = msgspec.msgpack.Encoder().encode
-_FLAGS: Final = msgspec.msgpack.Decoder(tuple[bool])
+_FLAGS: Final = msgspec.msgpack.Decoder(tuple[bool, float, float])
 _MAX_EXPONENT: Final = 300.0  # 10**300 is near the float limit: E is 0.0 beyond it
 
 
@@ -46,6 +48,8 @@ class EloConfig:
     top_rating: float = 2400.0
     uscf_numerator: float = 800.0  # uscf: K = numerator / (min(games, cap) + 1)
     uscf_games_cap: int = 50
+    tier_n_min: int = 15  # placed once n >= this (ADR's N_min)
+    tier_h_req: float = 400.0  # §6.4's h_req in the model's rating points
 
     def __post_init__(self) -> None:
         check(
@@ -57,6 +61,8 @@ class EloConfig:
                 (min(self.k_new, self.k_regular, self.k_top) >= 0, "FIDE's K values >= 0"),
                 (self.uscf_numerator >= 0, "uscf_numerator >= 0"),
                 (self.uscf_games_cap >= 0, "uscf_games_cap >= 0"),
+                (self.tier_n_min >= 0, "tier_n_min >= 0"),
+                (self.tier_h_req > 0, "tier_h_req > 0"),
             ],
             self,
         )
@@ -70,6 +76,10 @@ class EloState(msgspec.Struct, frozen=True, gc=False):
     n: int
     last_ts: int | None
     top: bool
+    tier: int = 0
+    """0 unplaced, 1..15 (§6 on the display rating: engine.display_tier_step)."""
+    h_up: float = 0.0
+    h_down: float = 0.0
 
 
 class EloOutcome(msgspec.Struct, frozen=True, gc=False):
@@ -107,10 +117,16 @@ def reaches_top(games: int, rating: float, config: EloConfig) -> bool:
     return games >= config.fide_games and rating >= config.top_rating
 
 
-def _after(state: EloState, rating: float, ts: int, config: EloConfig) -> EloState:
+def _after(
+    state: EloState, rating: float, ts: int, config: EloConfig, snapshot: Snapshot
+) -> EloState:
     n = state.n + 1
     top = state.top or reaches_top(n, rating, config)
-    return EloState(rating=rating, n=n, last_ts=ts, top=top)
+    tier, h_up, h_down = display_tier_step(
+        state.tier, state.h_up, state.h_down, rating, n, snapshot.boundaries,
+        config.tier_n_min, config.tier_h_req,
+    )  # fmt: skip
+    return EloState(rating=rating, n=n, last_ts=ts, top=top, tier=tier, h_up=h_up, h_down=h_down)
 
 
 class EloModel:
@@ -151,8 +167,8 @@ class EloModel:
         rating_a = a.rating + k_a * (1.0 - e_a)
         rating_b = b.rating + k_b * (0.0 - (1.0 - e_a))
         return EloOutcome(
-            attacker=_after(a, rating_a, ts, config),
-            victim=_after(b, rating_b, ts, config),
+            attacker=_after(a, rating_a, ts, config, snapshot),
+            victim=_after(b, rating_b, ts, config, snapshot),
             p_ab=e_a,
             sigma_units_delta=0,
         )
@@ -161,27 +177,42 @@ class EloModel:
         return state.rating
 
     def tier(self, state: EloState) -> int:
-        return 0
+        return state.tier
 
     def activity_time(self, state: EloState) -> int | None:
         return state.last_ts
 
     def to_fields(self, state: EloState) -> HashFields:
-        """mu: the rating, sigma: 0 (Elo has none), state: [top]."""
-        return (state.rating, 0.0, state.n, state.last_ts, 0, EMPTY_WINDOW, _ENCODE((state.top,)))
+        """mu: the rating, sigma: 0 (Elo has none), tier, state: [top, h_up, h_down]."""
+        return (
+            state.rating, 0.0, state.n, state.last_ts, state.tier, EMPTY_WINDOW,
+            _ENCODE((state.top, state.h_up, state.h_down)),
+        )  # fmt: skip
 
     def from_fields(self, fields: HashFields) -> EloState:
-        rating, _sigma, n, last_ts, _tier, window, packed = fields
+        rating, _sigma, n, last_ts, tier, window, packed = fields
         no_window(window)
         in_domain("rating", rating)
-        (top,) = _FLAGS.decode(packed)
-        return EloState(rating=rating, n=n, last_ts=last_ts, top=top)
+        top, h_up, h_down = _FLAGS.decode(packed)
+        in_tiers(tier, h_up, h_down)
+        return EloState(
+            rating=rating, n=n, last_ts=last_ts, top=top, tier=tier, h_up=h_up, h_down=h_down
+        )
 
 
 def no_window(window: bytes) -> None:
     """A model without ADR's window writes an empty one; anything else is another model's hash."""
     if window != EMPTY_WINDOW:
         raise ValueError("a window field in a hash of a model that keeps none")
+
+
+def in_tiers(tier: int, h_up: float, h_down: float) -> None:
+    """ValueError unless tier is 0..TIER_COUNT and the accumulators finite and >= 0."""
+    if not 0 <= tier <= TIER_COUNT:
+        raise ValueError(f"tier out of its domain: {tier!r}")
+    for name, value in (("h_up", h_up), ("h_down", h_down)):
+        if not (math.isfinite(value) and value >= 0.0):
+            raise ValueError(f"{name} out of its domain: {value!r}")
 
 
 def in_domain(name: str, value: float, positive: bool = False) -> None:

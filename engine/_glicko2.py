@@ -21,10 +21,11 @@ from typing import Final
 
 import msgspec
 
-from engine._elo import EMPTY_WINDOW, in_domain, no_window
+from engine._elo import EMPTY_WINDOW, in_domain, in_tiers, no_window
 from engine._model import HashFields
 from engine._model_config import check
 from engine._state import Snapshot
+from engine._tiers import display_tier_step
 from engine.params import MS_PER_DAY
 
 GLICKO2: Final = "glicko2"
@@ -32,7 +33,7 @@ SCALE: Final = 173.7178  # Glickman's step 2: μ = (r − 1500)/173.7178, φ = R
 CENTER: Final = 1500.0
 MAX_ITERATIONS: Final = 1000  # the Illinois iteration stops long before (a handful of steps)
 _ENCODE: Final = msgspec.msgpack.Encoder().encode
-_VOLATILITY: Final = msgspec.msgpack.Decoder(tuple[float])
+_VOLATILITY: Final = msgspec.msgpack.Decoder(tuple[float, float, float])
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -47,6 +48,8 @@ class Glicko2Config:
     period_ms: int = MS_PER_DAY  # idle time: one empty rating period per whole period_ms
     rd_max: float = 350.0  # idle growth stops at this RD
     display_k: float = 0.0  # display rating r − display_k·RD
+    tier_n_min: int = 15  # placed once n >= this (ADR's N_min)
+    tier_h_req: float = 400.0  # §6.4's h_req in the model's rating points
 
     def __post_init__(self) -> None:
         check(
@@ -58,6 +61,8 @@ class Glicko2Config:
                 (self.period_ms >= 0, "period_ms >= 0"),
                 (self.rd_max >= self.rd0, "rd_max >= rd0"),
                 (self.display_k >= 0, "display_k >= 0"),
+                (self.tier_n_min >= 0, "tier_n_min >= 0"),
+                (self.tier_h_req > 0, "tier_h_req > 0"),
             ],
             self,
         )
@@ -72,6 +77,10 @@ class Glicko2State(msgspec.Struct, frozen=True, gc=False):
     volatility: float
     n: int
     last_ts: int | None
+    tier: int = 0
+    """0 unplaced, 1..15 (§6 on the display rating: engine.display_tier_step)."""
+    h_up: float = 0.0
+    h_down: float = 0.0
 
 
 class Glicko2Outcome(msgspec.Struct, frozen=True, gc=False):
@@ -229,33 +238,45 @@ class Glicko2Model:
             b.rating, rd_b, b.volatility, ((a.rating, rd_a, 0.0),), tau, eps
         )
         return Glicko2Outcome(
-            attacker=Glicko2State(rating=r_a, rd=new_rd_a, volatility=vol_a, n=a.n + 1, last_ts=ts),
-            victim=Glicko2State(rating=r_b, rd=new_rd_b, volatility=vol_b, n=b.n + 1, last_ts=ts),
+            attacker=self._placed(a, Glicko2State(r_a, new_rd_a, vol_a, a.n + 1, ts), snapshot),
+            victim=self._placed(b, Glicko2State(r_b, new_rd_b, vol_b, b.n + 1, ts), snapshot),
             p_ab=p,
             sigma_units_delta=0,
+        )
+
+    def _placed(self, old: Glicko2State, new: Glicko2State, snapshot: Snapshot) -> Glicko2State:
+        """`new` with its tier (engine.display_tier_step on its display rating)."""
+        config = self.config
+        tier, h_up, h_down = display_tier_step(
+            old.tier, old.h_up, old.h_down, self.display(new), new.n, snapshot.boundaries,
+            config.tier_n_min, config.tier_h_req,
+        )  # fmt: skip
+        return Glicko2State(
+            new.rating, new.rd, new.volatility, new.n, new.last_ts, tier, h_up, h_down
         )
 
     def display(self, state: Glicko2State) -> float:
         return state.rating - self.config.display_k * state.rd
 
     def tier(self, state: Glicko2State) -> int:
-        return 0
+        return state.tier
 
     def activity_time(self, state: Glicko2State) -> int | None:
         return state.last_ts
 
     def to_fields(self, state: Glicko2State) -> HashFields:
-        """mu: r, sigma: RD, state: [σ (volatility)]."""
+        """mu: r, sigma: RD, tier, state: [σ (volatility), h_up, h_down]."""
         return (
-            state.rating, state.rd, state.n, state.last_ts, 0, EMPTY_WINDOW,
-            _ENCODE((state.volatility,)),
+            state.rating, state.rd, state.n, state.last_ts, state.tier, EMPTY_WINDOW,
+            _ENCODE((state.volatility, state.h_up, state.h_down)),
         )  # fmt: skip
 
     def from_fields(self, fields: HashFields) -> Glicko2State:
-        rating, rd, n, last_ts, _tier, window, packed = fields
+        rating, rd, n, last_ts, tier, window, packed = fields
         no_window(window)
-        (volatility,) = _VOLATILITY.decode(packed)
+        volatility, h_up, h_down = _VOLATILITY.decode(packed)
         in_domain("rating", rating)
         in_domain("rd", rd, positive=True)
         in_domain("volatility", volatility, positive=True)
-        return Glicko2State(rating=rating, rd=rd, volatility=volatility, n=n, last_ts=last_ts)
+        in_tiers(tier, h_up, h_down)
+        return Glicko2State(rating, rd, volatility, n, last_ts, tier, h_up, h_down)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -40,3 +41,15 @@ def model_named(
     if name == WENG_LIN:
         return WengLinModel(configured(WengLinConfig, given))
     raise ParamError(f"unknown model {name!r} (known: {', '.join(MODELS)})")
+
+
+def model_parameters(model: RatingModel[Any]) -> dict[str, Any]:
+    """name -> value of every parameter of `model`: ADR's Params, or the other models' config
+    (what a pool records a digest of, redis_layout/pool_model.py)."""
+    config = model.params if isinstance(model, AdrModel) else getattr(model, "config", None)
+    if config is None or not dataclasses.is_dataclass(config):
+        raise ParamError(f"model {model.name!r} has no parameters to record")
+    return {
+        f.name: list(v) if isinstance(v := getattr(config, f.name), tuple) else v
+        for f in dataclasses.fields(config)
+    }

@@ -62,3 +62,32 @@ def tier_step(
     if down >= params.h_req:
         return tier + 1, 0.0, 0.0
     return tier, up, down
+
+
+def display_tier_step(
+    tier: int,
+    h_up: float,
+    h_down: float,
+    display: float,
+    n: int,
+    boundaries: Sequence[float] | None,
+    n_min: int,
+    h_req: float,
+) -> tuple[int, float, float]:
+    """(tier, h↑, h↓) of a model other than ADR after a player's own counted event (§6's rule on
+    the model's display rating): placed by `tier_of` once n ≥ n_min (no σ condition: the
+    display rating of TrueSkill, Weng–Lin and Glicko-2 is already conservative), then moved one
+    tier by the §6.4 accumulators reaching h_req, in the model's rating points."""
+    if boundaries is None:
+        return tier, h_up, h_down
+    if tier == 0:
+        if n >= n_min:
+            return tier_of(display, boundaries), 0.0, 0.0
+        return 0, h_up, h_down
+    up = h_up_next(h_up, display, tier, boundaries)
+    down = h_down_next(h_down, display, tier, boundaries)
+    if up >= h_req:
+        return tier - 1, 0.0, 0.0
+    if down >= h_req:
+        return tier + 1, 0.0, 0.0
+    return tier, up, down

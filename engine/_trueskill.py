@@ -16,15 +16,16 @@ from typing import Final
 
 import msgspec
 
-from engine._elo import EMPTY_WINDOW, in_domain, no_window
+from engine._elo import EMPTY_WINDOW, in_domain, in_tiers, no_window
 from engine._gaussian import cdf, v_win, w_win
 from engine._model import HashFields
 from engine._model_config import check
 from engine._state import Snapshot
+from engine._tiers import display_tier_step
 
 TRUESKILL: Final = "trueskill"
-_EMPTY_STATE: Final = msgspec.msgpack.encode(())
-_NOTHING: Final = msgspec.msgpack.Decoder(tuple[()])
+_ENCODE: Final = msgspec.msgpack.Encoder().encode
+_ACCUMULATORS: Final = msgspec.msgpack.Decoder(tuple[float, float])
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -36,6 +37,8 @@ class TrueSkillConfig:
     beta: float = 25.0 / 3.0 / 2.0
     tau: float = 25.0 / 3.0 / 100.0  # the package's SIGMA / 100 (not 25/300: one ulp apart)
     display_k: float = 3.0
+    tier_n_min: int = 15  # placed once n >= this (ADR's N_min)
+    tier_h_req: float = 10.0  # §6.4's h_req in the model's rating points
 
     def __post_init__(self) -> None:
         check(
@@ -44,6 +47,8 @@ class TrueSkillConfig:
                 (self.beta > 0, "beta > 0"),
                 (self.tau >= 0, "tau >= 0"),
                 (self.display_k >= 0, "display_k >= 0"),
+                (self.tier_n_min >= 0, "tier_n_min >= 0"),
+                (self.tier_h_req > 0, "tier_h_req > 0"),
             ],
             self,
         )
@@ -56,6 +61,10 @@ class TrueSkillState(msgspec.Struct, frozen=True, gc=False):
     sigma: float
     n: int
     last_ts: int | None
+    tier: int = 0
+    """0 unplaced, 1..15 (§6 on the display rating: engine.display_tier_step)."""
+    h_up: float = 0.0
+    h_down: float = 0.0
 
 
 class TrueSkillOutcome(msgspec.Struct, frozen=True, gc=False):
@@ -135,8 +144,8 @@ class TrueSkillModel:
             a.mu, a.sigma, b.mu, b.sigma, config.beta, config.tau
         )
         return TrueSkillOutcome(
-            attacker=TrueSkillState(mu=mu_a, sigma=sigma_a, n=a.n + 1, last_ts=ts),
-            victim=TrueSkillState(mu=mu_b, sigma=sigma_b, n=b.n + 1, last_ts=ts),
+            attacker=self._placed(a, TrueSkillState(mu_a, sigma_a, a.n + 1, ts), snapshot),
+            victim=self._placed(b, TrueSkillState(mu_b, sigma_b, b.n + 1, ts), snapshot),
             p_ab=win_probability(a, b, config.beta),
             sigma_units_delta=0,
         )
@@ -146,19 +155,34 @@ class TrueSkillModel:
         return state.mu - self.config.display_k * state.sigma
 
     def tier(self, state: TrueSkillState) -> int:
-        return 0
+        return state.tier
+
+    def _placed(
+        self, old: TrueSkillState, new: TrueSkillState, snapshot: Snapshot
+    ) -> TrueSkillState:
+        """`new` with its tier (engine.display_tier_step on its display rating)."""
+        config = self.config
+        tier, h_up, h_down = display_tier_step(
+            old.tier, old.h_up, old.h_down, self.display(new), new.n, snapshot.boundaries,
+            config.tier_n_min, config.tier_h_req,
+        )  # fmt: skip
+        return TrueSkillState(new.mu, new.sigma, new.n, new.last_ts, tier, h_up, h_down)
 
     def activity_time(self, state: TrueSkillState) -> int | None:
         return state.last_ts
 
     def to_fields(self, state: TrueSkillState) -> HashFields:
-        """mu: μ, sigma: σ; nothing else to pack (state: an empty array)."""
-        return (state.mu, state.sigma, state.n, state.last_ts, 0, EMPTY_WINDOW, _EMPTY_STATE)
+        """mu: μ, sigma: σ, tier; state: [h_up, h_down]."""
+        return (
+            state.mu, state.sigma, state.n, state.last_ts, state.tier, EMPTY_WINDOW,
+            _ENCODE((state.h_up, state.h_down)),
+        )  # fmt: skip
 
     def from_fields(self, fields: HashFields) -> TrueSkillState:
-        mu, sigma, n, last_ts, _tier, window, packed = fields
+        mu, sigma, n, last_ts, tier, window, packed = fields
         no_window(window)
-        _NOTHING.decode(packed)
+        h_up, h_down = _ACCUMULATORS.decode(packed)
         in_domain("mu", mu)
         in_domain("sigma", sigma, positive=True)
-        return TrueSkillState(mu=mu, sigma=sigma, n=n, last_ts=last_ts)
+        in_tiers(tier, h_up, h_down)
+        return TrueSkillState(mu, sigma, n, last_ts, tier, h_up, h_down)

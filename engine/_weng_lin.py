@@ -20,14 +20,15 @@ from typing import Final
 
 import msgspec
 
-from engine._elo import EMPTY_WINDOW, in_domain, no_window
+from engine._elo import EMPTY_WINDOW, in_domain, in_tiers, no_window
 from engine._model import HashFields
 from engine._model_config import check
 from engine._state import Snapshot
+from engine._tiers import display_tier_step
 
 WENG_LIN: Final = "weng-lin"
-_EMPTY_STATE: Final = msgspec.msgpack.encode(())
-_NOTHING: Final = msgspec.msgpack.Decoder(tuple[()])
+_ENCODE: Final = msgspec.msgpack.Encoder().encode
+_ACCUMULATORS: Final = msgspec.msgpack.Decoder(tuple[float, float])
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -41,6 +42,8 @@ class WengLinConfig:
     kappa: float = 0.0001
     tau: float = 25.0 / 300.0
     display_k: float = 3.0
+    tier_n_min: int = 15  # placed once n >= this (ADR's N_min)
+    tier_h_req: float = 10.0  # §6.4's h_req in the model's rating points
 
     def __post_init__(self) -> None:
         check(
@@ -50,6 +53,8 @@ class WengLinConfig:
                 (0 < self.kappa <= 1, "0 < kappa <= 1"),
                 (self.tau >= 0, "tau >= 0"),
                 (self.display_k >= 0, "display_k >= 0"),
+                (self.tier_n_min >= 0, "tier_n_min >= 0"),
+                (self.tier_h_req > 0, "tier_h_req > 0"),
             ],
             self,
         )
@@ -62,6 +67,10 @@ class WengLinState(msgspec.Struct, frozen=True, gc=False):
     sigma: float
     n: int
     last_ts: int | None
+    tier: int = 0
+    """0 unplaced, 1..15 (§6 on the display rating: engine.display_tier_step)."""
+    h_up: float = 0.0
+    h_down: float = 0.0
 
 
 class WengLinOutcome(msgspec.Struct, frozen=True, gc=False):
@@ -160,8 +169,8 @@ class WengLinModel:
     ) -> WengLinOutcome:
         mu_a, sigma_a, mu_b, sigma_b, p = rate_pair(a.mu, a.sigma, b.mu, b.sigma, self.config)
         return WengLinOutcome(
-            attacker=WengLinState(mu=mu_a, sigma=sigma_a, n=a.n + 1, last_ts=ts),
-            victim=WengLinState(mu=mu_b, sigma=sigma_b, n=b.n + 1, last_ts=ts),
+            attacker=self._placed(a, WengLinState(mu_a, sigma_a, a.n + 1, ts), snapshot),
+            victim=self._placed(b, WengLinState(mu_b, sigma_b, b.n + 1, ts), snapshot),
             p_ab=p,
             sigma_units_delta=0,
         )
@@ -171,19 +180,32 @@ class WengLinModel:
         return state.mu - self.config.display_k * state.sigma
 
     def tier(self, state: WengLinState) -> int:
-        return 0
+        return state.tier
+
+    def _placed(self, old: WengLinState, new: WengLinState, snapshot: Snapshot) -> WengLinState:
+        """`new` with its tier (engine.display_tier_step on its display rating)."""
+        config = self.config
+        tier, h_up, h_down = display_tier_step(
+            old.tier, old.h_up, old.h_down, self.display(new), new.n, snapshot.boundaries,
+            config.tier_n_min, config.tier_h_req,
+        )  # fmt: skip
+        return WengLinState(new.mu, new.sigma, new.n, new.last_ts, tier, h_up, h_down)
 
     def activity_time(self, state: WengLinState) -> int | None:
         return state.last_ts
 
     def to_fields(self, state: WengLinState) -> HashFields:
-        """mu: μ, sigma: σ; nothing else to pack (state: an empty array)."""
-        return (state.mu, state.sigma, state.n, state.last_ts, 0, EMPTY_WINDOW, _EMPTY_STATE)
+        """mu: μ, sigma: σ, tier; state: [h_up, h_down]."""
+        return (
+            state.mu, state.sigma, state.n, state.last_ts, state.tier, EMPTY_WINDOW,
+            _ENCODE((state.h_up, state.h_down)),
+        )  # fmt: skip
 
     def from_fields(self, fields: HashFields) -> WengLinState:
-        mu, sigma, n, last_ts, _tier, window, packed = fields
+        mu, sigma, n, last_ts, tier, window, packed = fields
         no_window(window)
-        _NOTHING.decode(packed)
+        h_up, h_down = _ACCUMULATORS.decode(packed)
         in_domain("mu", mu)
         in_domain("sigma", sigma, positive=True)
-        return WengLinState(mu=mu, sigma=sigma, n=n, last_ts=last_ts)
+        in_tiers(tier, h_up, h_down)
+        return WengLinState(mu, sigma, n, last_ts, tier, h_up, h_down)

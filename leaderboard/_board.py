@@ -5,6 +5,8 @@ Ranks are 1-based, best first, by one of two tie policies (`Ties`): "unique", th
 player has a rank of their own: 1, 2, 3); or "shared", one plus the number of players with a
 strictly higher μ (equal μ share the rank and the next rank is skipped: 1, 2, 2, 4). The order of
 the rows is the same under both.
+In a pool of another model than ADR (`{ns}:model`) the ranking key is the model's display
+rating, which `Entry.mu` then holds.
 
 Every read works for the read-only ACL user of deploy/redis/acl-users.acl: plain read commands,
 and where two keys must come from one state, a read-only script (EVALSHA_RO, EVAL_RO when Redis
@@ -23,10 +25,19 @@ from typing import Any, Final, Literal
 
 import redis
 
-from engine import TIER_LABELS
+from engine import TIER_LABELS, ParamError, model_named
 from leaderboard._errors import PlayerNotFound
-from redis_layout import CorruptValue, Keys, check_layout, scripts
+from redis_layout import (
+    CorruptValue,
+    Keys,
+    LayoutError,
+    check_layout,
+    pool_model_parameters,
+    scripts,
+)
 from redis_layout.history_codec import HistoryPoint, decode_history_point
+from redis_layout.player_codec import READ_FIELDS, decode_fields
+from redis_layout.pool_model import DEFAULT_MODEL
 
 Ties = Literal["unique", "shared"]
 TIES: Final[tuple[Ties, ...]] = ("unique", "shared")
@@ -39,6 +50,8 @@ class Entry:
     rank: int | None
     player: str
     mu: float
+    """The rating ranks use: μ in an ADR pool, the model's display rating in another
+    (`Board.model`; docs/leaderboards.md, "What a reader sees for each model")."""
     tier: str | None
 
 
@@ -144,6 +157,10 @@ class Board:
         self._rank = _ReadOnlyScript(client, scripts.RANK)
         self._tier_table = _ReadOnlyScript(client, scripts.TIER_TABLE)
         self._layout_checked = False
+        self.model = DEFAULT_MODEL
+        """The pool's rating model (`{ns}:model`), read with the layout on the first read."""
+        self._model: Any = None
+        """That model (built from the parameters the pool records) when it is not ADR."""
 
     def top(self, n: int) -> list[Entry]:
         """The n best placed players."""
@@ -220,6 +237,8 @@ class Board:
         rank0, mu, tier, above = self._rank([self._keys.lb, self._keys.player(player)], [player])
         if mu is None:
             raise PlayerNotFound(f"no player {player!r}")
+        if self._model is not None:  # the display rating, from the hash through the codec
+            mu = self._display(player)
         return Entry(
             self._rank_of(rank0, above),
             player,
@@ -279,7 +298,25 @@ class Board:
     def _check_layout(self) -> None:
         if not self._layout_checked:
             check_layout(self._r, self._keys)
+            self.model, parameters = pool_model_parameters(self._r, self._keys)
+            if self.model != DEFAULT_MODEL:
+                try:
+                    self._model = model_named(self.model, parameters)
+                except ParamError as exc:  # a model (or parameter) this release does not know
+                    raise LayoutError(f"{self._keys.model}: {exc}: upgrade the reader") from None
             self._layout_checked = True
+
+    def _display(self, player: str) -> float:
+        """A player's display rating in a pool of another model than ADR (its hash read after
+        rank.lua: at most the batches applied since newer)."""
+        key = self._keys.player(player)
+        try:
+            fields = decode_fields(self._r.hmget(key, list(READ_FIELDS)), key)
+            if fields is None:
+                raise PlayerNotFound(f"no player {player!r}")
+            return float(self._model.display(self._model.from_fields(fields[0])))
+        except ValueError as exc:
+            raise CorruptValue("player", key, str(exc)) from None
 
     def _rank_of(self, rank0: int | None, above: int | None) -> int | None:
         if rank0 is None:

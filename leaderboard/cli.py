@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(_jsonable(data)))
     else:
-        print("\n".join(_table(data)))
+        print("\n".join(_table(data, "MU" if board.model == "adr" else "RATING")))
     return EXIT_OK
 
 
@@ -145,17 +145,19 @@ def _jsonable(data: object) -> object:
     return dataclasses.asdict(data)  # type: ignore[call-overload]
 
 
-def _table(data: object) -> list[str]:
+def _table(data: object, rating: str = "MU") -> list[str]:
     if isinstance(data, TierTable):
         return _tier_table(data)
     if isinstance(data, PlayerTier):
         return _aligned([("PLAYER", "TIER"), (data.player, data.tier or "No Tier")], right=set())
     entries: list[Entry] = data if isinstance(data, list) else [data]  # type: ignore[list-item]
-    return _entry_table(entries)
+    return _entry_table(entries, rating)
 
 
-def _entry_table(entries: Sequence[Entry]) -> list[str]:
-    rows = [("RANK", "PLAYER", "MU", "TIER")]
+def _entry_table(entries: Sequence[Entry], rating: str = "MU") -> list[str]:
+    """RANK, PLAYER, the rating ranks use (`rating`: MU in an ADR pool, RATING, the model's
+    display rating, in another), TIER."""
+    rows = [("RANK", "PLAYER", rating, "TIER")]
     rows += [
         (
             "-" if e.rank is None else str(e.rank),

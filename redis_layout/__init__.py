@@ -3,6 +3,8 @@
 - `Keys` (keys.py): every key name, hash-tagged `{ns}`. Nothing else writes a key name.
 - player_codec.py: a player's hash <-> PlayerState (the consumer's hot path; compiled).
 - layout.py: the pool's layout version `{ns}:layout`, stamped by the consumer, checked by readers.
+- pool_model.py: the pool's rating model `{ns}:model`, stamped by the consumer, which refuses a
+  pool that records another model (`ModelMismatch`); readers read its name.
 - snapshot_codec.py: the `{ns}:snapshot` hash <-> Snapshot (`encode_snapshot`, `decode_snapshot`).
 - scripts/: the Lua scripts (the consumer's atomic batch write, the tier job's fenced writes and
   paged read of μ over A,
@@ -18,7 +20,8 @@ The consumer, the tier job, the leaderboard reader and the benches use it.
 
 Exceptions: `LayoutError` (root) ← `CorruptValue` (a value read back that its codec cannot
 decode), `Conflict` (the write script found a value the batch was computed from changed),
-`UnknownLayout` (`{ns}:layout` holds a version this release does not know).
+`UnknownLayout` (`{ns}:layout` holds a version this release does not know), `ModelMismatch`
+(`{ns}:model` records another model or other parameters).
 """
 
 from redis_layout._errors import Conflict, CorruptValue, LayoutError
@@ -29,6 +32,13 @@ from redis_layout.layout import (
     check_layout,
     stamp_layout,
 )
+from redis_layout.pool_model import (
+    ModelMismatch,
+    model_stamp,
+    pool_model,
+    pool_model_parameters,
+    stamp_model,
+)
 from redis_layout.snapshot_codec import decode_snapshot, encode_snapshot
 
 __all__ = [
@@ -37,9 +47,14 @@ __all__ = [
     "CorruptValue",
     "Keys",
     "LayoutError",
+    "ModelMismatch",
     "UnknownLayout",
     "check_layout",
     "decode_snapshot",
     "encode_snapshot",
+    "model_stamp",
+    "pool_model",
+    "pool_model_parameters",
     "stamp_layout",
+    "stamp_model",
 ]

@@ -26,7 +26,14 @@ PLAYER_ITEMS: Final = ("id", "checked_ver", "new_ver", *VALUE_FIELDS, "activity"
 """Per changed player, its items in the players section (one msgpack array of all players' items,
 each a msgpack str): the player id, the ver the batch read ("0": no hash yet; checked like a
 compare-and-set), its new ver, the hash values (player_codec.script_items), and its activity
-time ("" = none: not in {ns}:activity)."""
+time ("" = none: not in {ns}:activity). ADR's items: its leaderboard score is `mu`, and a player is
+ranked once placed in a tier (its `tier` item is not empty)."""
+
+SCORED_PLAYER_ITEMS: Final = (*PLAYER_ITEMS, "score")
+"""The items of a pool whose model is not ADR (engine.RatingModel): PLAYER_ITEMS, then the
+leaderboard score, the model's display rating as text ("" = not ranked). ADR's pools send
+PLAYER_ITEMS only, so ADR's write carries no item it does not use (its score is `mu`): the
+script's header says which of the two a pool's write was loaded for (`lua_header`)."""
 
 SECTIONS: Final = (
     "players",
@@ -60,15 +67,18 @@ KEYS: Final = (
 from the prefixes in ARGV)."""
 
 
-def lua_header() -> str:
+def lua_header(scored: bool = False) -> str:
     """apply.lua's generated first lines: `FIELD` (VALUE_FIELDS), `PLAYER_ITEMS` and the 0-based
     offset of each player item (`I_<NAME>`), `SECTIONS` and each section's number
-    (`S_<NAME>`), and each key's index in KEYS (`K_<NAME>`)."""
+    (`S_<NAME>`), and each key's index in KEYS (`K_<NAME>`). `scored`: the write of a pool whose
+    model is not ADR (SCORED_PLAYER_ITEMS; `I_SCORE` is false in ADR's header)."""
+    items = SCORED_PLAYER_ITEMS if scored else PLAYER_ITEMS
     lines = [
         "-- generated from redis_layout/apply_contract.py (do not edit here)",
         "local FIELD = {" + ", ".join(f"'{f}'" for f in VALUE_FIELDS) + "}",
-        f"local PLAYER_ITEMS = {len(PLAYER_ITEMS)}",
-        *(f"local I_{name.upper()} = {i}" for i, name in enumerate(PLAYER_ITEMS)),
+        f"local PLAYER_ITEMS = {len(items)}",
+        *(f"local I_{name.upper()} = {i}" for i, name in enumerate(items)),
+        *(() if scored else ("local I_SCORE = false",)),
         f"local SECTIONS = {len(SECTIONS)}",
         *(f"local S_{name.upper()} = {i}" for i, name in enumerate(SECTIONS, 1)),
         *(f"local K_{name.upper()} = {i}" for i, name in enumerate(KEYS, 1)),

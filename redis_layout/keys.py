@@ -46,6 +46,7 @@ class Keys:
         "layout",
         "lb",
         "lease",
+        "model",
         "namespace",
         "outbox",
         "players_at",
@@ -65,6 +66,9 @@ class Keys:
         self.layout = self.prefix + "layout"
         """The pool's layout version (decimal string; absent = written before the key):
         redis_layout/layout.py."""
+        self.model = self.prefix + "model"
+        """The pool's rating model and a digest of its parameters (JSON, set once):
+        redis_layout/pool_model.py."""
         self.activity = self.prefix + "activity"
         self.active_mu = self.prefix + "active_mu"
         """The zset of active players' μ that releases before 2026-12-05 kept (the consumer

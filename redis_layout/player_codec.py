@@ -12,7 +12,7 @@ import msgspec
 from msgspec import Raw
 from msgspec.structs import astuple
 
-from engine import TIER_LABELS, PlayerState, tier_label, tier_of_label
+from engine import TIER_LABELS, HashFields, PlayerState, tier_label, tier_of_label
 from redis_layout._errors import CorruptValue
 
 FIELDS: Final = ("mu", "sigma", "n", "last_ts", "tier", "window", "state", "ver")
@@ -118,6 +118,52 @@ def decode_player(values: Sequence[Any], key: str = "") -> tuple[PlayerState, in
     if not all(map(math.isfinite, floats)) or not all(map(math.isfinite, state.window)):
         raise CorruptValue("player", key, "a float is not finite")
     return state, version
+
+
+def decode_fields(values: Sequence[Any], key: str = "") -> tuple[HashFields, int] | None:
+    """(the hash values as engine.HashFields, ver) of a layout-2 hash from HMGET READ_FIELDS,
+    for a pool whose model is not ADR (RatingModel.from_fields reads them), or None when the
+    player has no hash yet. CorruptValue for a field that does not parse, a non-finite float,
+    a layout-1 hash (ADR's only) or an error reply."""
+    if isinstance(values, Exception):
+        raise CorruptValue("player", key, str(values))
+    if values[0] is None:
+        if any(v is not None for v in values):
+            raise CorruptValue("player", key, "hash without mu")
+        return None
+    mu, sigma, n, last_ts, tier, window, packed, ver = values[: len(FIELDS)]
+    try:
+        if packed is None or any(v is not None for v in values[len(FIELDS) :]):
+            raise ValueError("not a layout-2 hash")
+        fields: HashFields = (
+            float(mu),
+            float(sigma),
+            int(n),
+            int(last_ts) if last_ts else None,
+            _TIER_BY_LABEL[tier] if tier else 0,
+            bytes(window or b""),
+            bytes(packed),
+        )
+        version = int(ver)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise CorruptValue("player", key, f"{type(exc).__name__}: {exc}") from None
+    if not (math.isfinite(fields[0]) and math.isfinite(fields[1])):
+        raise CorruptValue("player", key, "a float is not finite")
+    return fields, version
+
+
+def model_items(fields: HashFields) -> tuple[str, str, str, str, str, Raw, Raw]:
+    """`script_items` of a model's hash values (RatingModel.to_fields): the same text forms."""
+    mu, sigma, n, last_ts, tier, window, packed = fields
+    return (
+        float_text(mu),
+        float_text(sigma),
+        str(n),
+        "" if last_ts is None else str(last_ts),
+        _LABEL_BY_TIER[tier],
+        msgpack_str(window),
+        msgpack_str(packed),
+    )
 
 
 def float_text(x: float) -> str:

@@ -25,6 +25,9 @@ VERSION: Final = 1
 Role = Literal["attacker", "victim"]
 ROLES: Final[tuple[Role, ...]] = ("attacker", "victim")
 
+NO_SIGMA_MODEL: Final = "elo"
+"""The one model that keeps no uncertainty: its changes carry sigma_after 0 (every other's > 0)."""
+
 MAX_RATING_CHANGE_ID_BYTES: Final = MAX_ID_BYTES + 1 + max(len(r) for r in ROLES)
 """`<source_id>:<role>` is at most 64 + 1 + 8 = 73 bytes."""
 
@@ -47,10 +50,13 @@ _TIER = msgspec.Meta(
 
 
 # gc=False: only strings and numbers, never part of a reference cycle (see KillEvent).
-# omit_defaults: a change without a sequence (`seq` 0) or epoch (`epoch` 0) encodes exactly as
-# before those fields existed.
-class RatingChange(msgspec.Struct, kw_only=True, frozen=True, gc=False, omit_defaults=True):
-    """How one counted kill event changed one player's rating."""
+# omit_defaults: a change without a sequence (`seq` 0), epoch (`epoch` 0) or model (None: ADR)
+# encodes exactly as before those fields existed.
+class AdrRatingChange(msgspec.Struct, kw_only=True, frozen=True, gc=False, omit_defaults=True):
+    """`RatingChange` without its last field, `model`: what a consumer of an ADR pool builds
+    and encodes. Its bytes are RatingChange's with `model` at its default (omitted on the wire),
+    and its construction does not pay for a field ADR never sets (consumer/_batch.py's hot
+    path). Readers decode every change as RatingChange."""
 
     v: Annotated[Literal[1], msgspec.Meta(description="format version")]
     id: Annotated[
@@ -93,6 +99,20 @@ class RatingChange(msgspec.Struct, kw_only=True, frozen=True, gc=False, omit_def
     ] = 0
 
 
+class RatingChange(AdrRatingChange, kw_only=True, frozen=True, gc=False, omit_defaults=True):
+    """How one counted kill event changed one player's rating."""
+
+    model: Annotated[
+        str | None,
+        msgspec.Meta(
+            description="the rating pool's model when it is not ADR (elo, glicko2, trueskill, "
+            "weng-lin; docs/models.md): mu_* and sigma_after are then that model's rating and "
+            "uncertainty as its player hash holds them; nil/omitted = adr",
+            extra_json_schema={"minLength": 1, "maxLength": MAX_LABEL_BYTES},
+        ),
+    ] = None
+
+
 def change_order(change: RatingChange) -> tuple[int, int]:
     """How readers order one player's changes: (epoch, seq), the higher the newer
     (rating_change.md). A change at or below the last one applied is a duplicate or stale."""
@@ -123,6 +143,7 @@ def rating_change(
     tier_after: str | None,
     seq: int = 0,
     epoch: int = 0,
+    model: str | None = None,
 ) -> RatingChange:
     """A v1 rating change with its derived id (floats coerced to float64)."""
     return RatingChange(
@@ -140,6 +161,7 @@ def rating_change(
         tier_after=tier_after,
         seq=seq,
         epoch=epoch,
+        model=model,
     )
 
 
@@ -166,8 +188,13 @@ def decode_rating_change(raw: bytes | bytearray | memoryview) -> RatingChange:
             ("sigma_after", change.sigma_after),
         )
     )
-    if change.sigma_after <= 0.0:
-        raise SchemaError(Reason.BAD_VALUE, "sigma_after must be > 0")
+    model = change.model
+    if model is not None and not utf8_len_within(model, MAX_LABEL_BYTES):
+        raise SchemaError(Reason.BAD_VALUE, f"model must be 1-{MAX_LABEL_BYTES} bytes")
+    if change.sigma_after < 0.0 or (change.sigma_after == 0.0 and model != NO_SIGMA_MODEL):
+        raise SchemaError(
+            Reason.BAD_VALUE, f"sigma_after must be > 0 (0 only for model {NO_SIGMA_MODEL!r})"
+        )
     for name, tier in (("tier_before", change.tier_before), ("tier_after", change.tier_after)):
         if tier is not None and not utf8_len_within(tier, MAX_LABEL_BYTES):
             raise SchemaError(Reason.BAD_VALUE, f"{name} must be 1-{MAX_LABEL_BYTES} bytes")

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import redis
 
-from engine import TIER_LABELS, Snapshot, take_snapshot
-from redis_layout import CorruptValue, Keys, decode_snapshot
+from engine import MODELS, TIER_LABELS, Snapshot, model_named, take_snapshot
+from redis_layout import CorruptValue, Keys, decode_snapshot, pool_model_parameters
 from tierjob._errors import PublishError, StateError
 from tierjob._lease import Lease
-from tierjob._population import LeaseLost, Population, PopulationReader
+from tierjob._population import LeaseLost, Population, PopulationReader, model_display
 from tierjob._publish import (
     RedisPublisher,
     SnapshotMovedOn,
@@ -90,6 +90,14 @@ class Calibrator:
         )
         self._publisher = RedisPublisher(client, self._keys, config.holder_id)
 
+    def _pool_display(self) -> Callable[[Any], float | None] | None:
+        """The display rating of the pool's model ({ns}:model) when it is not ADR, else None
+        (ADR: μ); the model is built from the parameters the pool records."""
+        name, parameters = pool_model_parameters(self._client, self._keys)
+        if name == MODELS[0]:
+            return None
+        return model_display(model_named(name, parameters))
+
     def run_once(self, now_ms: int | None = None) -> CalibrationResult:
         """Calibrate at `now_ms` (default: the wall clock, as online calibration is defined)."""
         started = time.perf_counter()
@@ -109,6 +117,7 @@ class Calibrator:
 
         if not self.lease.hold():
             return result("not_holder", False)
+        self._reader.display = self._pool_display()
         params = self._config.params
         previous: tuple[int, Snapshot | None] | None
         try:

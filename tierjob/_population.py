@@ -24,6 +24,10 @@ A hash that is missing, or whose `mu` is missing, not a float, or not finite (th
 writes one), is skipped, counted (`Population.corrupt`, the tier job's metric
 adr_corrupt_state_total{what="player"}) and logged; the rest of A is still read.
 
+A pool whose model is not ADR (`{ns}:model`, docs/models.md) is read the same way, its members'
+display rating instead of μ: the page reads each member's hash fields and the model's codec gives
+the display rating (`model_display`); the snapshot's mean and boundaries are then on it.
+
 If A is empty, A = P: the μ of every tracked player, read by SCAN of the player hashes, O(P). That
 happens only while nobody is active (a new or idle deployment).
 
@@ -44,7 +48,9 @@ from typing import Any, Final
 
 import redis
 
-from redis_layout import Keys, scripts
+from engine import RatingModel
+from redis_layout import CorruptValue, Keys, scripts
+from redis_layout.player_codec import READ_FIELDS, decode_fields
 from tierjob._errors import TierJobError
 
 _SCAN_COUNT: Final = 2000
@@ -87,6 +93,9 @@ class PopulationReader:
     holder_id: str
     chunk: int
     renew: Callable[[], bool] | None = None
+    display: Callable[[Any], float | None] | None = None
+    """For a pool whose model is not ADR (`model_display`): a player's display rating from the
+    HMGET of its hash's READ_FIELDS (None: unreadable), read instead of `mu`."""
     _scripts: scripts.Fenced = dataclasses.field(init=False, repr=False)
     _page: Any = dataclasses.field(init=False, repr=False)
 
@@ -129,10 +138,13 @@ class PopulationReader:
         pages = 0
         while True:
             limit = self.chunk + at_low
-            page = self._page(keys=[k.activity], args=[low, limit, prefix])
+            fields = READ_FIELDS if self.display is not None else ()
+            page = self._page(keys=[k.activity], args=[low, limit, prefix, *fields])
             pages += 1
             size, last, at_last = page[0], page[1], page[2]
             members, values = page[3::2], page[4::2]
+            if self.display is not None:
+                values = [self.display(v) for v in values]
             if not seen.isdisjoint(members):  # read on the previous page (or moved past it)
                 fresh = [i for i, member in enumerate(members) if member not in seen]
                 members, values = [members[i] for i in fresh], [values[i] for i in fresh]
@@ -150,11 +162,21 @@ class PopulationReader:
         appended to `corrupt`; a hash without `mu` (or deleted since the SCAN) is skipped."""
         pattern = self.keys.match_players
         mus: list[float] = []
+        display = self.display
         for batch in _batches_of(self.client.scan_iter(match=pattern, count=_SCAN_COUNT)):
             pipe = self.client.pipeline(transaction=False)
             for key in batch:
-                pipe.hget(key, "mu")
+                if display is None:
+                    pipe.hget(key, "mu")
+                else:
+                    pipe.hmget(key, list(READ_FIELDS))
             for key, value in zip(batch, pipe.execute(raise_on_error=False), strict=True):
+                if display is not None:
+                    gone = isinstance(value, list) and all(v is None for v in value)
+                    value = None if gone else display(value)
+                    if value is None and not gone and corrupt is not None:
+                        corrupt.append(_text(key))
+                        continue
                 mu = _mu(value)
                 if mu is not None:
                     mus.append(mu)
@@ -185,9 +207,29 @@ def _take(
             mus.append(mu)
 
 
+def model_display(model: RatingModel[Any]) -> Callable[[Any], float | None]:
+    """A player's display rating (RatingModel.display) from the HMGET of its hash's
+    READ_FIELDS, through the model's codec; None for a hash the codec does not read."""
+
+    def display(values: Any) -> float | None:
+        try:
+            fields = decode_fields(values)
+            if fields is None:
+                return None
+            rating = model.display(model.from_fields(fields[0]))
+        except (CorruptValue, ValueError, TypeError):
+            return None
+        return rating if math.isfinite(rating) else None
+
+    return display
+
+
 def _mu(value: Any) -> float | None:
     """A hash's `mu` as the player codec writes it (the repr of a finite float), or None when it
-    is missing (nil), an error reply (the key holds another type), or not such a float."""
+    is missing (nil), an error reply (the key holds another type), or not such a float; a float
+    (a display rating `model_display` read) as it is."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
     if not isinstance(value, bytes | str):
         return None
     try:

@@ -31,6 +31,10 @@ def _source(name: str) -> str:
 APPLY: Final = lua_header() + _source("apply.lua")
 APPLY_SHA: Final = hashlib.sha1(APPLY.encode()).hexdigest()
 """What EVALSHA names APPLY by (the consumer sends the call pre-packed, not via redis-py)."""
+APPLY_SCORED: Final = lua_header(scored=True) + _source("apply.lua")
+"""APPLY for a pool whose model is not ADR: each player's items end with its leaderboard score
+(apply_contract.SCORED_PLAYER_ITEMS)."""
+APPLY_SCORED_SHA: Final = hashlib.sha1(APPLY_SCORED.encode()).hexdigest()
 RAISE_EPOCH: Final = _source("raise_epoch.lua")
 """The consumer's raise of the pool epoch when Redis holds less than it wrote (_epoch.py)."""
 LEASE_ACQUIRE: Final = _source("lease_acquire.lua")

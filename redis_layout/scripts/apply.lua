@@ -10,7 +10,8 @@
 -- activity writes from the hash values, so the client sends each value once.
 --   players    one msgpack array (or nothing) of PLAYER_ITEMS per player, all msgpack str: id,
 --              checked ver ("0" = no hash yet), new ver, then the hash values mu..state in
---              FIELD order (layout 2, redis_layout/player_codec.py), activity time ("" = none)
+--              FIELD order (layout 2, redis_layout/player_codec.py), activity time ("" = none);
+--              a pool whose model is not ADR adds its leaderboard score (I_SCORE, "" = none)
 --   offset_checks partition, next|"", ...
 --   tier_counts label, delta, ...     pop: deltas of count, sigma_hi, sigma_lo
 --   cooldowns key, ts, ...            offsets partition, next, ...
@@ -167,7 +168,12 @@ for i = 1, #P, PLAYER_ITEMS do
     'ver', P[i + I_NEW_VER])
   -- A new hash gets every field; a layout-1 hash lacked only `state`: drop its old fields.
   if added > 0 and added <= #FIELD then redis.call('HDEL', key, unpack(V1_ONLY)) end
-  if P[i + I_TIER] ~= '' then add(lb, mu, id) end
+  if I_SCORE then  -- a model other than ADR: its display rating, "" = not ranked
+    local score = P[i + I_SCORE]
+    if score ~= '' then add(lb, score, id) end
+  elseif P[i + I_TIER] ~= '' then  -- ADR: ranked by μ once placed
+    add(lb, mu, id)
+  end
   local since = P[i + I_ACTIVITY]
   if since ~= '' then add(activity, since, id) end
 end

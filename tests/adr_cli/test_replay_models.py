@@ -12,17 +12,31 @@ import msgspec
 import pytest
 
 from adr_cli.main import main
-from engine import MODELS, Params, initial_snapshot, is_duplicate, model_named
+from engine import MODELS, Params, Snapshot, is_duplicate, model_named
 from tests.adr_cli.test_replay_cli import _events, _write_jsonl
+
+
+def _snapshot(name: str, overrides: dict[str, Any]) -> Snapshot:
+    """A fixed snapshot whose 14 boundaries lie around a quarter of the way from a new player's
+    `mu` to its display rating (where the display rating of a player with some kills lies),
+    1/8 of the model's h_req apart: players get placed and move between tiers."""
+    model: Any = model_named(name, overrides)
+    new = model.new_player()
+    mu = model.to_fields(new)[0]
+    start = mu - (mu - model.display(new)) / 4.0
+    step = model.config.tier_h_req / 8.0
+    bounds = tuple(start + step * (6.5 - k) for k in range(14))
+    return Snapshot(taken_at=None, mean_mu_active=start, boundaries=bounds, active_count=0)
 
 
 def _reference(
     events: list[dict[str, Any]], name: str, overrides: dict[str, Any]
 ) -> dict[str, Any]:
-    """The model through its interface, without any book: in-order events, none late."""
+    """The model through its interface, without any book: in-order events, none late, the
+    fixed snapshot `_snapshot` (as `adr replay --snapshot` is given)."""
     params = Params()
     model = model_named(name, overrides)
-    snapshot = initial_snapshot(params)  # read by ADR only; the others ignore it
+    snapshot = _snapshot(name, overrides)
     states: dict[str, Any] = {}
     cooldown: dict[tuple[str, str], int] = {}
     for e in events:
@@ -58,6 +72,12 @@ def test_replay_with_a_model_is_that_model_bit_for_bit(
     events = _events(count=1500, players=25)
     src = _write_jsonl(tmp_path / "events.jsonl", events)
     flags = [f"--model-param={k}={v}" for k, v in overrides.items()]
+    snapshot = _snapshot(name, overrides)
+    snap = tmp_path / "snapshot.json"
+    snap.write_text(
+        json.dumps({"mean_mu_active": snapshot.mean_mu_active, "boundaries": snapshot.boundaries})
+    )
+    flags += ["--snapshot", str(snap)]
     out = tmp_path / "out"
     assert main(["replay", str(src), "--out-dir", str(out), "--model", name, *flags]) == 0
     expected = _reference(events, name, overrides)
@@ -72,6 +92,8 @@ def test_replay_with_a_model_is_that_model_bit_for_bit(
     assert population["model"] == name
     assert population["players"] == len(expected)
     assert population["counted"] == sum(p["n"] for p in players) // 2
+    tiers = [p["tier"] for p in players]
+    assert len(set(tiers) - {0}) >= 2  # placed by the common rule, into several tiers
 
 
 def test_replay_with_model_adr_is_replay_without_one(tmp_path: Path) -> None:

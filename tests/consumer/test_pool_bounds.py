@@ -84,7 +84,7 @@ def test_a_flood_of_new_ids_stops_at_max_players_and_dead_letters_the_rest(
     # and the pool's fixed keys: nothing per arena.
     fixed = {keys.lb, keys.activity, keys.pop, keys.outbox, keys.snapshot,
              keys.tier_counts, keys.offsets(topic), keys.watermarks(topic),
-             keys.due_buckets, keys.layout}  # fmt: skip
+             keys.due_buckets, keys.layout, keys.model}  # fmt: skip
     buckets = [int(e) for e in client.zrange(keys.due_buckets, 0, -1)]
     swept = {m.decode() for e in buckets for bucket in (keys.cooldown_bucket(e),
              keys.event_id_bucket(e)) for m in client.lrange(bucket, 0, -1)}  # fmt: skip

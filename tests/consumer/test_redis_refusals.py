@@ -61,8 +61,9 @@ def _refused(log: Path, code: str) -> list[dict]:
 
 def _data_keys(client: redis.Redis, ns: str, keys: Keys) -> dict[bytes, bytes]:
     """Every key of the pool but the outbox (the relay creates its stream and group before any
-    write), the snapshot and the layout version (stamped at assignment), with its type."""
-    skip = {keys.outbox.encode(), keys.snapshot.encode(), keys.layout.encode()}
+    write), the snapshot, the layout version (stamped at assignment) and the pool's model
+    (stamped at start), with its type."""
+    skip = {k.encode() for k in (keys.outbox, keys.snapshot, keys.layout, keys.model)}
     return {k: client.type(k) for k in client.scan_iter(match=keys.match_all) if k not in skip}
 
 

@@ -76,11 +76,16 @@ MODELS = r"""
 import random, sys, msgspec
 from runtime import compiled
 assert compiled.activate().startswith(sys.argv[1]), compiled.state()
-from engine import initial_snapshot, model_named
+from engine import Snapshot, initial_snapshot, model_named
 DAY = 86_400_000
 name, _, rule = sys.argv[2].partition(":")
-model = model_named(name, {"k_rule": rule} if rule else {})
+given = {} if name == "adr" else {"tier_n_min": 5, **({"k_rule": rule} if rule else {})}
+model = model_named(name, given)
 snapshot = initial_snapshot(model_named("adr").params)
+if name != "adr":  # boundaries around a new player's display rating: placements and moves
+    mid, step = model.display(model.new_player()), model.config.tier_h_req / 8.0
+    bounds = tuple(mid + step * (6.5 - k) for k in range(14))
+    snapshot = Snapshot(taken_at=None, mean_mu_active=mid, boundaries=bounds, active_count=0)
 rng = random.Random(20261205)
 states = {f"p{i}": model.new_player() for i in range(40)}
 total = sum(model.units(s) for s in states.values())
@@ -98,7 +103,8 @@ for i in range(20_000):
 out.append([(player, state) for player, state in sorted(states.items())])
 sys.stdout.buffer.write(msgspec.msgpack.encode(out))
 """
-"""Every rating model through the RatingModel seam: P, display ratings and hash fields."""
+"""Every rating model through the RatingModel seam: P, display ratings and hash fields (the
+models other than ADR with tier boundaries, so their tier placement runs compiled too)."""
 
 
 def _replay(
