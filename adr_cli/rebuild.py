@@ -34,6 +34,7 @@ from redis_layout.event_ids import (
 from redis_layout.player_codec import player_values
 from runtime import RedisUrlError, compiled
 from runtime import connect as connect_redis
+from runtime.logs import kafka_logger
 from runtime.params import add_param_argument, param_overrides
 from runtime.settings import key_values
 from schemas import Limits
@@ -42,6 +43,7 @@ EXIT_OK: Final = 0
 EXIT_IO: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_IN_USE: Final = 3
+KAFKA_LOG: Final = kafka_logger("adr.rebuild.kafka")
 _MOVES_WATERMARK: Final = frozenset({COUNTED_EVENT, COOLDOWN_DUPLICATE, RESENT})
 """What the consumer does with an event that moves its partition's watermark (consumer/_batch)."""
 _UNLIMITED_AGE_MS: Final = 2**62
@@ -183,7 +185,9 @@ def run(args: argparse.Namespace) -> int:
     keys = Keys(args.namespace)
     try:
         client = connect_redis(args.redis_url, args.namespace)
-        consumer = Consumer(_rebuild_log.settings(args.bootstrap_servers, args.group, extra))
+        conf = _rebuild_log.settings(args.bootstrap_servers, args.group, extra)
+        conf["logger"] = KAFKA_LOG  # librdkafka's own lines as JSON log lines
+        consumer = Consumer(conf)
     except (redis.RedisError, KafkaException, RedisUrlError, ValueError) as exc:
         _log("error", "connect_failed", message=str(exc))
         return EXIT_IO

@@ -259,6 +259,8 @@ def test_the_services_keep_their_variables() -> None:
         "held_recheck_ms": "ADR_HELD_RECHECK_MS",
         "max_players": "ADR_MAX_PLAYERS",
         "instance_id": "ADR_INSTANCE_ID",
+        "model": "ADR_MODEL",
+        "model_params": "ADR_MODEL_PARAMS",
     }
     assert {f.name: f.setting.env for f in fields(tierjob_config.Config)} == {
         "redis_url": "REDIS_URL",
