@@ -62,5 +62,5 @@ def test_demo_secured_runs_over_sasl_ssl_and_tls_redis_with_acl_users() -> None:
     consumed, rated = map(int, counts[-1])
     assert consumed >= rated > 0
     pids = [int(p) for p in re.findall(r"pid (\d+)", done.stderr)]
-    assert len(pids) == 3  # simulate, consume, calibrate (the secured servers are ours)
+    assert len(pids) == 5  # simulate, consume, calibrate, history, serve (the servers are ours)
     assert not any(pid_alive(p) for p in pids)
