@@ -422,7 +422,7 @@ def test_what_no_retry_can_change_exits_3_with_the_cause(
     client.close()
 
     class _Pipeline:
-        def __init__(self, *_args: object) -> None:
+        def __init__(self, *_args: object, **_kwargs: object) -> None:
             pass
 
         def run(self) -> None:
