@@ -60,10 +60,27 @@ def setup(level: int = logging.INFO) -> None:
     for handler in root.handlers:
         if isinstance(handler.formatter, JsonFormatter):
             return
-    handler = logging.StreamHandler(sys.stderr)
+    handler = _StderrHandler()
     handler.setFormatter(JsonFormatter())
     root.addHandler(handler)
     root.setLevel(level)
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A StreamHandler on whatever `sys.stderr` is when it writes, not the one it was made with:
+    where sys.stderr is replaced (pytest's capture between tests, a daemonizing wrapper), the
+    lines follow it instead of failing on a closed stream ("--- Logging error ---")."""
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: Any) -> None:
+        pass  # always the current sys.stderr
 
 
 class RepeatThrottle(logging.Filter):
