@@ -17,7 +17,7 @@ snapshot the rating used. No outbox: a rebuild re-sends no rating change."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Generic, Protocol, TypeVar
 
@@ -26,11 +26,11 @@ import redis
 
 from adr_cli._errors import CliError
 from consumer import content_digest
-from engine import Snapshot
+from engine import RatingModel, Snapshot
 from redis_layout import Keys, encode_snapshot
 from redis_layout.keys import DUE_BUCKET_MS, due_bucket_end
 from redis_layout.layout import LAYOUT_VERSION
-from redis_layout.player_codec import FIELDS
+from redis_layout.player_codec import FIELDS, float_text, model_values
 from redis_layout.raw import pipelined
 
 REBUILDING: Final = b"rebuilding"
@@ -60,11 +60,25 @@ class PoolModel(Protocol[S_contra]):
 @dataclass(frozen=True, slots=True)
 class Encoding(Generic[S]):
     """The seam a model plugs into: its model (units, activity) and its player codec (the hash
-    values in redis_layout.player_codec.FIELDS order, without `ver`), and each state's `ver`."""
+    values in redis_layout.player_codec.FIELDS order, without `ver`), each state's `ver`, and
+    its `{ns}:lb` score as text (None: the `mu` value, ADR's)."""
 
     model: PoolModel[S]
-    values: Callable[[S], list[str | bytes]]
+    values: Callable[[S], Sequence[str | bytes]]
     ver: Callable[[str, S], int]
+    score: Callable[[S], str] | None = None
+
+
+def model_encoding(model: RatingModel[Any]) -> Encoding[Any]:
+    """A model other than ADR as the consumer writes its pool (consumer/_model_batch.py): the
+    hash values of `to_fields` (player_codec.model_values), `ver` its counted kills `n` (one
+    rating change each), ranked by the display rating."""
+    return Encoding(
+        model=model,
+        values=lambda state: model_values(model.to_fields(state)),
+        ver=lambda _player, state: model.to_fields(state)[2],
+        score=lambda state: float_text(model.display(state)),
+    )
 
 
 class NamespaceInUse(CliError):
@@ -205,6 +219,7 @@ def write_pool(
     hi = lo = 0
     count = 0
     model, values_of, ver_of = encoding.model, encoding.values, encoding.ver
+    score_of = encoding.score
     prefix = keys.player_prefix
     fields = FIELDS
     for player, state in players:
@@ -215,7 +230,7 @@ def write_pool(
         writer.command("HSET", prefix + player, *flat)
         tier = values[_TIER]
         if tier:
-            lb += (values[_MU], player)
+            lb += (values[_MU] if score_of is None else score_of(state), player)
             tiers[str(tier)] += 1
         since = model.activity_time(state)
         if since is not None:

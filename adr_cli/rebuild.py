@@ -1,6 +1,11 @@
 """`adr rebuild`: a pool's state from the kill-events log into a fresh namespace, computed in
-memory by the engine (RatingBook, the counting rules of `adr replay` and the consumer), written in
-bulk with the consumer's keys, ending with the offsets from which `adr consume` continues.
+memory by the engine (RatingBook for ADR, ModelBook for another model, with the counting rules of
+`adr replay` and the consumer), written in bulk with the consumer's keys, ending with the offsets
+from which `adr consume` continues.
+
+The model is chosen as `adr consume` chooses it (consumer.config: `--model`, `--model-param`,
+ADR_MODEL, ADR_MODEL_PARAMS, the config file) and recorded in `{ns}:model` as the consumer stamps
+it, before the switch: a consumer with another model or other parameters refuses the pool.
 
 Read (adr_cli/_rebuild_log.py) → count and rate (redis_layout.event_ids.CountingRules on the
 engine's book) → write (adr_cli/_rebuild_pool.py, behind the `{ns}:layout` marker) → commit the
@@ -22,8 +27,20 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from adr_cli import _rebuild_log, _rebuild_pool
 from adr_cli.replay import _read_snapshot, _seconds_to_ms
-from engine import AdrModel, EngineError, ParamError, Params, RatingBook, initial_snapshot
-from redis_layout import Keys
+from consumer import ConsumerError
+from consumer.config import add_model_arguments, model_from_args
+from engine import (
+    MODELS,
+    AdrModel,
+    EngineError,
+    ModelBook,
+    ParamError,
+    Params,
+    RatingBook,
+    initial_snapshot,
+    model_parameters,
+)
+from redis_layout import Keys, model_stamp
 from redis_layout.event_ids import (
     COOLDOWN_DUPLICATE,
     COUNTED_EVENT,
@@ -66,9 +83,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Dead letters: messages the consumer's decoder rejects, and ids reused for another\n"
         "kill, are counted by reason (the consumer's) in the summary; the rebuild writes no\n"
         "dead letters and no rating changes (the live consumer sent them).\n\n"
+        "Model: --model (env ADR_MODEL, the config file's model; default adr) and its\n"
+        "--model-param/--model-params, read as `adr consume` reads them; {ns}:model records\n"
+        "it as the consumer does, so `adr consume` continues only with the same model and\n"
+        "parameters (exit 2 otherwise). --param/--profile are adr's (and the pool's\n"
+        "cooldown, lateness and tier shares, whatever the model).\n\n"
         "Exit codes: 0 done (the pool is visible), 1 Kafka or Redis error (the namespace\n"
-        "stays invisible; rerun), 2 usage error (bad --param, --snapshot file, value),\n"
-        "3 the namespace holds keys that are not an unfinished rebuild's."
+        "stays invisible; rerun), 2 usage error (bad --param, --model, --model-param,\n"
+        "--snapshot file, value), 3 the namespace holds keys that are not an unfinished\n"
+        "rebuild's."
     )
     parser.add_argument(
         "--bootstrap-servers",
@@ -95,6 +118,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the consumer group that continues: its offsets on --topic are committed at the end",
     )
     add_param_argument(parser, env=False)
+    add_model_arguments(parser)
     parser.add_argument(
         "--snapshot",
         type=Path,
@@ -159,6 +183,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         params = Params.from_overrides(param_overrides(args.param, profile=args.profile))
+        model = model_from_args(args, params)
         fixed = _read_snapshot(args.snapshot) if args.snapshot is not None else None
         every_ms = _seconds_to_ms(args.calibrate_every, "--calibrate-every")
         if args.commands_per_round < 1:
@@ -173,15 +198,25 @@ def run(args: argparse.Namespace) -> int:
             args.kafka_setting,
             lambda item: ParamError(f"--kafka-setting expects NAME=VALUE, got {item!r}"),
         )
-    except (ParamError, EngineError, ValueError) as exc:
+    except (ParamError, EngineError, ConsumerError, ValueError) as exc:
         _log("error", "usage", message=str(exc))
         return EXIT_USAGE
-    book = RatingBook(
-        params, calibrate_every_ms=every_ms, fixed_snapshot=fixed, lateness_ms=args.lateness_ms
-    )
-    encoding = _rebuild_pool.Encoding(
-        model=AdrModel(params), values=player_values, ver=lambda _player, state: state.n
-    )  # ADR: ver (the player's rating changes) is its n, the counted kills it took part in
+    book: RatingBook | ModelBook[Any]
+    encoding: _rebuild_pool.Encoding[Any]
+    if model.name == MODELS[0]:
+        book = RatingBook(
+            params, calibrate_every_ms=every_ms, fixed_snapshot=fixed, lateness_ms=args.lateness_ms
+        )
+        encoding = _rebuild_pool.Encoding(
+            model=AdrModel(params), values=player_values, ver=lambda _player, state: state.n
+        )  # ADR: ver (the player's rating changes) is its n, the counted kills it took part in
+    else:  # another model: the engine's generic book, the consumer's encoding of that model
+        book = ModelBook(
+            model, params, calibrate_every_ms=every_ms, fixed_snapshot=fixed,
+            lateness_ms=args.lateness_ms,
+        )  # fmt: skip
+        encoding = _rebuild_pool.model_encoding(model)
+    stamp = model_stamp(model.name, model_parameters(model))  # {ns}:model, as `adr consume`
     keys = Keys(args.namespace)
     try:
         client = connect_redis(args.redis_url, args.namespace)
@@ -192,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
         _log("error", "connect_failed", message=str(exc))
         return EXIT_IO
     try:
-        return _rebuild(args, client, consumer, keys, book, encoding, limits, params)
+        return _rebuild(args, client, consumer, keys, book, encoding, stamp, limits, params)
     except _rebuild_pool.NamespaceInUse as exc:
         _log("error", "namespace_in_use", namespace=args.namespace, message=str(exc))
         return EXIT_IN_USE
@@ -208,13 +243,18 @@ def _rebuild(
     client: redis.Redis,
     consumer: Consumer,
     keys: Keys,
-    book: RatingBook,
+    book: RatingBook | ModelBook[Any],
     encoding: _rebuild_pool.Encoding[Any],
+    stamp: str,
     limits: Limits,
     params: Params,
 ) -> int:
     started = time.monotonic()
-    _log("info", "started", namespace=args.namespace, topic=args.topic, build=compiled.state())
+    recorded = json.loads(stamp)
+    _log(
+        "info", "started", namespace=args.namespace, topic=args.topic, model=recorded["model"],
+        model_params=recorded["params"], build=compiled.state(),
+    )  # fmt: skip
     _rebuild_pool.claim(client, keys, _log)
     progress = _Progress(args.progress_every, started)
     read = _rebuild_log.LogRead()
@@ -258,6 +298,7 @@ def _rebuild(
         writer, keys, args.topic, book.iter_players(), encoding, records, offsets, watermarks,
         snapshot,
     )  # fmt: skip
+    client.set(keys.model, stamp)  # the pool's model, before the switch makes it a pool
     if offsets:
         consumer.commit(
             offsets=[TopicPartition(args.topic, p, o) for p, o in sorted(offsets.items())],
@@ -269,7 +310,8 @@ def _rebuild(
     if rules.reused:
         dead[ID_REUSED] = rules.reused
     _log(
-        "info", "rebuilt", namespace=args.namespace, topic=args.topic, events=events,
+        "info", "rebuilt", namespace=args.namespace, topic=args.topic, model=recorded["model"],
+        events=events,
         messages=read.messages, counted=book.counted,
         duplicates=verdicts.get(COOLDOWN_DUPLICATE, 0) + rules.resends,
         late=verdicts.get("late", 0), late_across_partitions=across,

@@ -8,13 +8,13 @@ import dataclasses
 import os
 import socket
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from consumer._errors import ConsumerError
 from engine import DEFAULT_LATENESS_MS, MODELS, ParamError, Params, RatingModel, model_named
 from runtime import KafkaSettings
 from runtime.service import add_service_arguments, service_config
-from runtime.settings import key_values, setting, settings_repr
+from runtime.settings import CONFIG_FILE_ENV, fields, help_line, key_values, setting, settings_repr
 from schemas import DEFAULT_MAX_AGE_MS, DEFAULT_MAX_FUTURE_MS
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -206,6 +206,10 @@ _EPILOG = (
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags of `adr consume`; each defaults to its environment variable, then Config's."""
     add_service_arguments(parser, Config, _EPILOG)
+    _add_model_param(parser)
+
+
+def _add_model_param(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model-param",
         dest="model_param",
@@ -215,6 +219,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="override a parameter of the model (not adr; repeatable, after --model-params, "
         "ADR_MODEL_PARAMS and the file's model_params; docs/models.md)",
     )
+
+
+MODEL_SETTINGS: Final = ("model", "model_params")
+"""The settings that choose the pool's model: what `adr rebuild` reads of this Config."""
+
+
+def add_model_arguments(parser: argparse.ArgumentParser) -> None:
+    """The flags that choose the pool's model as `adr consume` takes them (`--model`,
+    `--model-params`, `--model-param`, `--config`), for a command that writes a pool without
+    consuming it (`adr rebuild`); `model_from_args` reads them with the same precedence."""
+    parser.add_argument(
+        "--config",
+        dest="config_file",
+        metavar="FILE",
+        default=None,
+        help="`adr consume`'s TOML file: its model and model_params are read (flags and env "
+        f"win; env {CONFIG_FILE_ENV})",
+    )
+    for f in fields(Config):
+        if f.name in MODEL_SETTINGS:
+            parser.add_argument(
+                f.flag, dest=f.name, type=f.kind, default=None, help=help_line(f.setting, f.default)
+            )
+    _add_model_param(parser)
+
+
+def model_from_args(
+    args: argparse.Namespace, params: Params, environ: Mapping[str, str] | None = None
+) -> RatingModel[Any]:
+    """The model `adr consume` would run with the same flags (`add_model_arguments`),
+    environment and config file: `from_args` over those flags alone, then `pool_model`.
+    ConsumerError for a configuration the consumer would refuse, ParamError for an unknown
+    model, parameter or value."""
+    given = {name: getattr(args, name, None) for name in (*MODEL_SETTINGS, "model_param")}
+    only = argparse.Namespace(config_file=getattr(args, "config_file", None), **given)
+    return pool_model(from_args(only, environ), params)
 
 
 def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Config:

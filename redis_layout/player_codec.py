@@ -152,8 +152,9 @@ def decode_fields(values: Sequence[Any], key: str = "") -> tuple[HashFields, int
     return fields, version
 
 
-def model_items(fields: HashFields) -> tuple[str, str, str, str, str, Raw, Raw]:
-    """`script_items` of a model's hash values (RatingModel.to_fields): the same text forms."""
+def model_values(fields: HashFields) -> tuple[str, str, str, str, str, bytes, bytes]:
+    """The hash values in FIELDS order, without `ver`, of a model's fields
+    (RatingModel.to_fields): ADR's text forms (`player_values`), `window` and `state` as given."""
     mu, sigma, n, last_ts, tier, window, packed = fields
     return (
         float_text(mu),
@@ -161,9 +162,15 @@ def model_items(fields: HashFields) -> tuple[str, str, str, str, str, Raw, Raw]:
         str(n),
         "" if last_ts is None else str(last_ts),
         _LABEL_BY_TIER[tier],
-        msgpack_str(window),
-        msgpack_str(packed),
+        window,
+        packed,
     )
+
+
+def model_items(fields: HashFields) -> tuple[str, str, str, str, str, Raw, Raw]:
+    """`script_items` of a model's hash values (`model_values`)."""
+    mu, sigma, n, last_ts, tier, window, packed = model_values(fields)
+    return mu, sigma, n, last_ts, tier, msgpack_str(window), msgpack_str(packed)
 
 
 def float_text(x: float) -> str:

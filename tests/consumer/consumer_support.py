@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -17,14 +18,16 @@ import urllib.request
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import msgspec
 import redis
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from consumer._store import Store
 from consumer.config import Config
 from consumer.pipeline import Pipeline
-from engine import Params, PlayerState, RatingBook, Snapshot, sigma_units
+from engine import Params, PlayerState, RatingBook, RatingModel, Snapshot, sigma_units
 from redis_layout import Keys, encode_snapshot
 from redis_layout.player_codec import READ_FIELDS, decode_player
 from runtime.kafka_produce import produce_waiting
@@ -134,6 +137,28 @@ def replay(evs: Iterable[KillEvent], params: Params, snapshot: Snapshot) -> Rati
             counted.append(e.id)
     book.counted_ids = counted  # type: ignore[attr-defined]
     return book
+
+
+def replay_model(
+    tmp_path: Path, name: str, events: list[KillEvent], params: tuple[str, ...]
+) -> Path:
+    """`adr replay --model NAME` (`params`: its `--model-param` items) of `events` with SNAPSHOT
+    fixed; the output folder (players.jsonl, population.json)."""
+    log = tmp_path / "events.jsonl"
+    log.write_bytes(b"".join(msgspec.json.encode(e) + b"\n" for e in events))
+    snap = tmp_path / "snapshot.json"
+    snap.write_text(
+        json.dumps({"mean_mu_active": SNAPSHOT.mean_mu_active,
+                    "boundaries": list(SNAPSHOT.boundaries or ())})
+    )  # fmt: skip
+    out = tmp_path / "replay"
+    flags = [arg for p in params for arg in ("--model-param", p)]
+    subprocess.run(
+        [sys.executable, "-m", "adr_cli.main", "replay", str(log), "--out-dir", str(out),
+         "--model", name, *flags, "--snapshot", str(snap), "--progress", "never"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    return out
 
 
 def change_ids(event_ids: Iterable[str]) -> set[str]:
@@ -334,8 +359,14 @@ class ThreadedConsumer:
         assert not self.thread.is_alive()
 
 
-def start_threaded(config: Config, params: Params, serve_metrics: bool = False) -> ThreadedConsumer:
-    pipeline = Pipeline(config, params)
+def start_threaded(
+    config: Config,
+    params: Params,
+    serve_metrics: bool = False,
+    model: RatingModel[Any] | None = None,
+) -> ThreadedConsumer:
+    """`adr consume` on a thread; `model`: the pool's model (None: ADR with `params`)."""
+    pipeline = Pipeline(config, params, model=model)
     thread = threading.Thread(
         target=pipeline.run, kwargs={"serve_metrics": serve_metrics, "signals": False}, daemon=True
     )
@@ -351,15 +382,17 @@ def consume_all(
     params: Params,
     count: int,
     timeout: float = 240.0,
+    model: RatingModel[Any] | None = None,
 ) -> tuple[Keys, redis.Redis, Config]:
     """Consume the `count` events of the one-partition `topic` into a new rating pool (a
-    threaded consumer, stopped once all are applied); (its keys, a client, the config)."""
+    threaded consumer of `model`, default ADR, stopped once all are applied); (its keys, a
+    client, the config)."""
     ns, keys, client = rating_pool(redis_url, unique_name)
     config = Config(
         bootstrap_servers=bootstrap, redis_url=redis_url, namespace=ns, topic=topic,
         group=unique_name("g"), rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
     )  # fmt: skip
-    consumer = start_threaded(config, params)
+    consumer = start_threaded(config, params, model=model)
     try:
         wait_applied(client, keys, topic, {0: count}, timeout, alive=consumer.thread.is_alive)
     finally:

@@ -9,7 +9,6 @@ import json
 import os
 import random
 import subprocess
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -33,25 +32,6 @@ OTHER_MODELS = ("elo", "glicko2", "trueskill", "weng-lin")
 MODEL_PARAMS = {"elo": ("k=24",), "glicko2": (), "trueskill": ("display_k=2",), "weng-lin": ()}
 """One non-default parameter where a model has an obvious one: the consumer and the replay
 must read `--model-param` alike."""
-
-
-def _replay(tmp_path: Path, name: str, events: list, params: tuple[str, ...]) -> Path:
-    """`adr replay --model NAME` of `events` with the consumer's published snapshot."""
-    log = tmp_path / "events.jsonl"
-    log.write_bytes(b"".join(msgspec.json.encode(e) + b"\n" for e in events))
-    snap = tmp_path / "snapshot.json"
-    snap.write_text(
-        json.dumps({"mean_mu_active": S.SNAPSHOT.mean_mu_active,
-                    "boundaries": list(S.SNAPSHOT.boundaries or ())})
-    )  # fmt: skip
-    out = tmp_path / "replay"
-    flags = [arg for p in params for arg in ("--model-param", p)]
-    subprocess.run(
-        [sys.executable, "-m", "adr_cli.main", "replay", str(log), "--out-dir", str(out),
-         "--model", name, *flags, "--snapshot", str(snap), "--progress", "never"],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    return out
 
 
 def _compiled_adr() -> list[str]:
@@ -117,7 +97,7 @@ def test_model_pool_killed_mid_run_equals_the_replay(
     S.wait_outbox_empty(client, keys, 60)
     S.stop_gracefully(proc, log)
 
-    out = _replay(tmp_path, name, events, params)
+    out = S.replay_model(tmp_path, name, events, params)
     overrides = dict(p.split("=", 1) for p in params)
     model = model_named(name, overrides)
     want = {}

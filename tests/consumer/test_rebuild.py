@@ -4,6 +4,7 @@ bit, and `adr consume` continues from it exactly-once; a crash leaves no visible
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -11,14 +12,16 @@ import time
 from pathlib import Path
 
 import consumer_support as S
+import msgspec
 import pytest
 import redis
 
 from consumer.config import Config
 from consumer.pipeline import Pipeline
-from engine import Params
-from redis_layout import Keys
+from engine import AdrModel, Params, model_named, model_parameters
+from redis_layout import Keys, model_stamp
 from redis_layout.layout import UnknownLayout, check_layout
+from redis_layout.player_codec import READ_FIELDS, decode_fields
 from schemas import encode_kill_event
 
 FIRST, MORE = 12_000, 4_000
@@ -54,7 +57,7 @@ def _summary(stderr: str) -> dict:  # type: ignore[type-arg]
 def _pool(client: redis.Redis, keys: Keys, topic: str) -> dict[str, object]:
     """The keys compared between two pools: every player hash (raw bytes), the ranks, activity,
     tier counts (non-zero: the consumer's HINCRBY leaves a "0"), the σ-limbs and count, the
-    offsets and watermarks of the topic."""
+    offsets and watermarks of the topic, the model stamp."""
     players = {k: client.hgetall(k) for k in client.scan_iter(match=keys.match_players, count=5000)}
     pop = {k: v for k, v in client.hgetall(keys.pop).items() if v != b"0"}
     tiers = {k: v for k, v in client.hgetall(keys.tier_counts).items() if v != b"0"}
@@ -66,6 +69,7 @@ def _pool(client: redis.Redis, keys: Keys, topic: str) -> dict[str, object]:
         "pop": pop,
         "offsets": client.hgetall(keys.offsets(topic)),
         "watermarks": client.hgetall(keys.watermarks(topic)),
+        "model": client.get(keys.model),
     }
 
 
@@ -102,6 +106,7 @@ def test_rebuild_then_consume_equals_a_consumer_of_everything(
     summary = _summary(done.stderr)
     assert summary["messages"] == FIRST + 1 and summary["events"] == FIRST
     assert client.get(keys.layout) == b"2"
+    assert client.get(keys.model).decode() == model_stamp("adr", model_parameters(AdrModel(params)))
     assert S.applied_offsets(client, keys, topic) == {0: FIRST + 1}
     # equal to the engine's replay of the same events in the same (offset) order
     S.assert_as_replayed(client, keys, first, params)
@@ -136,6 +141,102 @@ def test_rebuild_then_consume_equals_a_consumer_of_everything(
     dlq = S.read_topic(kafka_bootstrap, f"{topic}-dlq", expect=1, timeout=30)
     reasons = [dict(m.headers())["reason"].decode() for m in dlq]
     assert summary["dead_lettered"] == {reasons[0]: 1} and len(reasons) == 1
+    client.close()
+    client_all.close()
+
+
+MODEL_FLAGS = {
+    "elo": (("k=24",), "flags"),
+    "glicko2": (("display_k=1",), "env"),
+    "trueskill": (("display_k=2",), "flags"),
+    "weng-lin": ((), "env"),
+}
+"""Per model other than ADR: its `--model-param` items and where `adr rebuild` gets the model
+from (flags, or ADR_MODEL and ADR_MODEL_PARAMS as `adr consume` reads them)."""
+
+
+@pytest.mark.parametrize("name", sorted(MODEL_FLAGS))
+def test_a_model_pool_rebuilt_then_consumed_equals_a_consumer_of_everything_and_the_replay(
+    name: str, kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
+) -> None:
+    first_n, more_n = 3_000, 1_000
+    params = Params()
+    items, source = MODEL_FLAGS[name]
+    model = model_named(name, dict(item.split("=", 1) for item in items))
+    stamp = model_stamp(name, model_parameters(model))
+    events = S.events(first_n + more_n, players=300, arenas=20, seed=36)
+    first, more = events[:first_n], events[first_n:]
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    S.produce(kafka_bootstrap, topic, S.encoded(first))
+    ns, group = unique_name("ns"), unique_name("g")
+    keys = Keys(ns)
+    client = redis.Redis.from_url(redis_url)
+    cmd = _rebuild_cmd(kafka_bootstrap, redis_url, ns, topic, group, _snapshot_file(tmp_path))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ADR_MODEL")}
+    if source == "flags":
+        cmd += ["--model", name, *(arg for item in items for arg in ("--model-param", item))]
+    else:
+        env |= {"ADR_MODEL": name, "ADR_MODEL_PARAMS": ",".join(items)}
+    done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    summary = _summary(done.stderr)
+    assert summary["model"] == name and summary["events"] == first_n
+    assert client.get(keys.layout) == b"2"
+    assert client.get(keys.model).decode() == stamp  # as `adr consume` stamps it
+
+    # a consumer of another model (ADR, the default) refuses the rebuilt pool and consumes nothing
+    S.produce(kafka_bootstrap, topic, S.encoded(more))
+    refused = subprocess.run(
+        S.consume_cmd(kafka_bootstrap, redis_url, ns, topic, group),
+        env=env if source == "flags" else {**env, "ADR_MODEL": "adr", "ADR_MODEL_PARAMS": ""},
+        capture_output=True, timeout=120,
+    )  # fmt: skip
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    assert b"one pool runs one model" in refused.stderr + refused.stdout
+    assert S.applied_offsets(client, keys, topic) == {0: first_n}
+    assert client.get(keys.model).decode() == stamp
+
+    # `adr consume --model` of the same model continues, exactly once
+    config = Config(
+        bootstrap_servers=kafka_bootstrap, redis_url=redis_url, namespace=ns, topic=topic,
+        group=group, rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
+    )  # fmt: skip
+    consumer = S.start_threaded(config, params, model=model)
+    try:
+        S.wait_applied(client, keys, topic, {0: len(events)}, 240, alive=consumer.thread.is_alive)
+    finally:
+        consumer.stop()
+    changes = S.read_topic(kafka_bootstrap, f"{topic}-ratings", timeout=10, idle=2)
+
+    # equal to a consumer of the same model that consumed everything...
+    keys_all, client_all, _config = S.consume_all(
+        kafka_bootstrap, redis_url, unique_name, topic, params, len(events), model=model
+    )
+    mine, theirs = _pool(client, keys, topic), _pool(client_all, keys_all, topic)
+    assert mine == theirs
+    ranked, tiers = mine["lb"], mine["tier_counts"]
+    assert isinstance(ranked, list) and len(ranked) > 10 and tiers  # players placed and ranked
+    ours = {k.split(b"}", 1)[1]: v for k, v in _live_records(client, keys).items()}
+    all_ = {k.split(b"}", 1)[1]: v for k, v in _live_records(client_all, keys_all).items()}
+    assert ours and ours == all_
+
+    # ...and to `adr replay --model` of the same events, every field of every player
+    out = S.replay_model(tmp_path, name, events, items)
+    want = {}
+    for line in (out / "players.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        want[record.pop("player")] = record
+    got = {}
+    for key in client.scan_iter(match=keys.match_players, count=1000):
+        fields = decode_fields(client.hmget(key, list(READ_FIELDS)), key.decode())
+        assert fields is not None
+        state = model.from_fields(fields[0])
+        player = key.decode().removeprefix(keys.player(""))
+        got[player] = {**msgspec.structs.asdict(state), "display": model.display(state)}
+    assert got == want
+    # only the continuation's rating changes were sent (before the other pool sent its own)
+    counted_all = json.loads((out / "population.json").read_text())["counted"]
+    assert len(changes) == 2 * (counted_all - summary["counted"])
     client.close()
     client_all.close()
 
@@ -312,7 +413,9 @@ def test_usage_errors_exit_2_before_touching_kafka_or_redis(tmp_path: Path) -> N
     bad_snapshot = tmp_path / "bad.json"
     bad_snapshot.write_text("{}")
     for extra in (["--param", "no_such=1"], ["--snapshot", str(bad_snapshot)],
-                  ["--commands-per-round", "0"], ["--lateness-ms", "-1"]):  # fmt: skip
+                  ["--commands-per-round", "0"], ["--lateness-ms", "-1"],
+                  ["--model", "glicko3"], ["--model-param", "k=24"],  # adr takes --param
+                  ["--model", "elo", "--model-param", "no_such=1"]):  # fmt: skip
         done = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2, (extra, done.stderr[-2000:])
         assert '"event":"usage"' in done.stderr
