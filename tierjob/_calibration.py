@@ -1,4 +1,6 @@
-"""One calibration: lease → previous snapshot → population → engine.take_snapshot → publish."""
+"""One calibration: layout check → lease → previous snapshot → population → engine.take_snapshot
+→ publish. A pool whose `{ns}:layout` this release does not know (or one being rebuilt) is
+refused with redis_layout.UnknownLayout before anything is read or published."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ import redis
 
 from engine import MODELS, TIER_LABELS, Snapshot, model_named, take_snapshot
 from redis_layout import CorruptValue, Keys, decode_snapshot, pool_model_parameters
+from redis_layout.layout import UnknownLayout, check_layout
 from tierjob._errors import PublishError, StateError
 from tierjob._lease import Lease
 from tierjob._population import LeaseLost, Population, PopulationReader, model_display
@@ -115,8 +118,19 @@ class Calibrator:
                 **kw,  # type: ignore[arg-type]
             )
 
+        # The readers' check of {ns}:layout (UnknownLayout): a namespace `adr rebuild` is writing
+        # ("rebuilding") holds a partial pool, whose snapshot must not be published. Checked
+        # before the lease, so that nothing is written into it, and again holding the lease: a
+        # rebuild that claimed the namespace in between is seen now, and one that claims it
+        # later finds the lease key and refuses the namespace (it must be fresh).
+        check_layout(self._client, self._keys)
         if not self.lease.hold():
             return result("not_holder", False)
+        try:
+            check_layout(self._client, self._keys)
+        except UnknownLayout:
+            self.lease.release()
+            raise
         self._reader.display = self._pool_display()
         params = self._config.params
         previous: tuple[int, Snapshot | None] | None

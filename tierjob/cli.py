@@ -2,8 +2,11 @@
 
 Once (a Kubernetes CronJob): prints a JSON summary of the run on stdout; exit 0 when it published
 or another replica holds the lease, 1 on an error (Redis, or the topic missed the message), 2 on
-bad usage. With `--every S`: calibrates every S seconds on the wall clock, serves Prometheus
-metrics on `--metrics-port`, survives errors (logged, counted), stops on SIGTERM / SIGINT.
+bad usage, 5 when `{ns}:layout` is a layout this release does not know or `rebuilding` (the
+readers' status, docs/leaderboards.md: nothing read or published). With `--every S`: calibrates
+every S seconds on the wall clock, serves Prometheus metrics on `--metrics-port`, survives errors
+(logged, counted; an unknown layout as `adr_errors_swallowed_total{where="layout"}`, so a run
+after a rebuild's switch publishes), stops on SIGTERM / SIGINT.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from types import FrameType
 import redis
 from confluent_kafka import KafkaException
 
+from redis_layout.layout import UnknownLayout
 from runtime import ProbeServerError, RuntimeConfigError, connect, redact_text
 from runtime import logs as _log
 from tierjob._calibration import CalibrationResult, Calibrator
@@ -36,6 +40,8 @@ log = logging.getLogger("adr.calibrate")
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_USAGE = 2
+EXIT_LAYOUT = 5
+"""docs/leaderboards.md's "unknown layout": the readers' status for the same check."""
 
 
 def run(args: argparse.Namespace) -> int:
@@ -77,6 +83,9 @@ def _once(calibrator: Calibrator, topic: TopicPublisher) -> int:
     _ensure_topic(topic)
     try:
         result = calibrator.run_once()
+    except UnknownLayout as exc:
+        log.error("calibration refused: unknown layout", extra={"error": str(exc)})
+        return EXIT_LAYOUT
     except (TierJobError, redis.RedisError) as exc:
         log.error("calibration failed", extra={"error": str(exc)})
         return EXIT_FAILED
@@ -123,6 +132,10 @@ def _forever(calibrator: Calibrator, topic: TopicPublisher, config: Config) -> i
                 metrics.errors.labels("topic_setup").inc()
         try:
             result = calibrator.run_once()
+        except UnknownLayout as exc:  # e.g. a rebuild not switched yet: refused until it is
+            metrics.failed("layout")
+            metrics.tick(ok=False)
+            log.error("calibration refused: unknown layout", extra={"error": str(exc)})
         except (TierJobError, redis.RedisError) as exc:
             metrics.failed("calibrate")
             metrics.tick(ok=False)

@@ -102,8 +102,9 @@ class Config:
 
 _EPILOG = (
     "exit status (one run): 0 published, or another replica holds the lease; 1 Redis error or "
-    "the topic missed the message (Redis has the snapshot); 2 usage. With --every: runs until "
-    "SIGTERM/SIGINT, then 0."
+    "the topic missed the message (Redis has the snapshot); 2 usage; 5 {ns}:layout is unknown "
+    "to this release or 'rebuilding' (adr rebuild has not switched it yet): nothing read or "
+    "published. With --every: runs until SIGTERM/SIGINT, then 0 (such runs are refused)."
 )
 
 

@@ -169,3 +169,74 @@ def test_a_broker_outage_still_publishes_to_redis_and_exits_1(
     # (throttled), not raw to the process's stderr as "%3|<time>|FAIL|...".
     assert not [line for line in err.splitlines() if line.startswith("%")]
     assert any(r.name == "adr.tierjob.kafka" for r in caplog.records)
+
+
+def test_a_namespace_being_rebuilt_is_refused_until_the_switch(
+    capsys, redis_client: redis.Redis, redis_url: str, kafka_bootstrap: str, ns: str, unique_name
+) -> None:  # type: ignore[no-untyped-def]
+    """`adr rebuild` writes a namespace behind `{ns}:layout` = "rebuilding": a tier job started
+    meanwhile must not publish a snapshot of the partial pool (the readers' check, exit 5)."""
+    keys = Keys.of(ns)
+    redis_client.set(keys.layout, "rebuilding")
+    topic = unique_name("tb")
+    argv = ["calibrate", "--redis-url", redis_url, "--bootstrap-servers", kafka_bootstrap]
+    argv += ["--namespace", ns, "--topic", topic]
+    assert main(argv) == 5
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert redis_client.exists(keys.snapshot, keys.lease) == 0  # nothing read, nothing written
+
+    # `--every`: each run is refused and counted, the loop goes on; after the switch it publishes
+    port = _free_port()
+    proc = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "adr_cli", "calibrate", "--redis-url", redis_url),
+            *("--bootstrap-servers", kafka_bootstrap, "--namespace", ns, "--topic", topic),
+            *("--every", "0.5", "--metrics-port", str(port)),
+        ],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=os.environ | {"PYTHONUNBUFFERED": "1"},
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                refused = _metric(port, 'adr_errors_swallowed_total{where="layout"}')
+            except OSError:
+                refused = None
+            if refused is not None and refused >= 2:
+                break
+            assert time.monotonic() < deadline and proc.poll() is None, "no refused run"
+            time.sleep(0.1)
+        assert redis_client.exists(keys.snapshot, keys.lease) == 0
+        redis_client.set(keys.layout, "2")  # the rebuild's switch
+        while redis_client.hget(keys.snapshot, "version") is None:
+            assert time.monotonic() < deadline + 30, "nothing published after the switch"
+            time.sleep(0.05)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _out, log = proc.communicate(timeout=20)
+    assert proc.returncode == 0
+    assert "unknown layout" in log
+
+
+def test_a_rebuild_claiming_the_namespace_while_the_lease_is_taken_is_seen(
+    redis_client: redis.Redis, ns: str
+) -> None:  # type: ignore[no-untyped-def]
+    """The race: the first check passes, a rebuild claims the namespace before the lease is
+    taken; the check holding the lease refuses, publishes nothing and gives the lease back."""
+    from redis_layout.layout import UnknownLayout
+    from tierjob import Calibrator, Config
+
+    keys = Keys.of(ns)
+    calibrator = Calibrator(redis_client, Config(namespace=ns, params=PARAMS))
+    take = calibrator.lease.hold
+
+    def rebuild_claims_first() -> bool:
+        redis_client.set(keys.layout, "rebuilding", nx=True)
+        return take()
+
+    calibrator.lease.hold = rebuild_claims_first  # type: ignore[method-assign]
+    with pytest.raises(UnknownLayout):
+        calibrator.run_once()
+    assert redis_client.exists(keys.snapshot, keys.lease) == 0
