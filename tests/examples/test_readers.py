@@ -1,6 +1,7 @@
-"""The Go and TypeScript leaderboard readers against a Redis the real consumer filled: the same
-answers as `adr leaderboard`'s Board (top, rank, around, tier, friends) and as ZMSCORE (friends).
-As the read-only ACL user, with every exit status: test_readers_acl.py."""
+"""The Go and TypeScript leaderboard readers against a Redis the real consumer filled, a pool of
+ADR and one of another model (TrueSkill: its display rating μ − 3σ ranks): the same answers as
+`adr leaderboard`'s Board (top, rank, around, tier, friends) and as ZMSCORE (friends). As the
+read-only ACL user, with every exit status: test_readers_acl.py."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 import redis
 
 from consumer.config import Config
-from engine import Params
+from engine import Params, model_named
 from leaderboard._board import Board, Entry
 from redis_layout import LAYOUT_VERSION, Keys
 from schemas import kill_event
@@ -30,11 +31,15 @@ class Filled:
     client: redis.Redis
     players: frozenset[str]
     """Every player of the consumed events (each has a hash)."""
+    model: str
 
 
-@pytest.fixture(scope="module")
-def filled(kafka_bootstrap: str, redis_url: str, kafka_admin: Any) -> Filled:
-    """3000 kills of 60 players and one each of 3 newcomers, consumed into a fresh namespace."""
+@pytest.fixture(scope="module", params=["adr", "trueskill"])
+def filled(
+    kafka_bootstrap: str, redis_url: str, kafka_admin: Any, request: pytest.FixtureRequest
+) -> Filled:
+    """3000 kills of 60 players and one each of 3 newcomers, consumed into a fresh namespace by
+    a consumer of the model (`adr consume --model`)."""
     topic = kafka_admin.create(f"readers-{uuid.uuid4().hex[:10]}", partitions=1)
     ns, keys, client = S.rating_pool(redis_url, lambda prefix: f"{prefix}-{uuid.uuid4().hex[:10]}")
     events = S.events(3_000, players=60, arenas=6, seed=29)
@@ -49,7 +54,9 @@ def filled(kafka_bootstrap: str, redis_url: str, kafka_admin: Any) -> Filled:
         group=f"g-{uuid.uuid4().hex[:10]}", rating_topic=f"{topic}-ratings",
         dlq_topic=f"{topic}-dlq",
     )  # fmt: skip
-    consumer = S.start_threaded(config, Params())
+    params = Params()
+    model = None if request.param == "adr" else model_named(request.param, {}, params)
+    consumer = S.start_threaded(config, params, model=model)
     try:
         S.wait_applied(client, keys, topic, {0: len(events)}, 120, alive=consumer.thread.is_alive)
     finally:
@@ -57,7 +64,7 @@ def filled(kafka_bootstrap: str, redis_url: str, kafka_admin: Any) -> Filled:
     placed, tracked = client.zcard(keys.lb), int(client.hget(keys.pop, "count") or 0)
     assert 10 < placed < tracked, (placed, tracked)  # placed and unplaced players both exist
     players = frozenset(p for e in events for p in (e.attacker, e.victim))
-    return Filled(redis_url, ns, Board(client, ns), client, players)
+    return Filled(redis_url, ns, Board(client, ns), client, players, request.param)
 
 
 def _read(reader: tuple[str, list[str]], filled: Filled, *args: str) -> tuple[int, Any]:
@@ -107,6 +114,22 @@ def test_unplaced_and_unknown_players(reader: tuple[str, list[str]], filled: Fil
 
 def test_the_consumer_stamped_the_layout_version_the_readers_check(filled: Filled) -> None:
     assert filled.client.get(Keys(filled.namespace).layout) == str(LAYOUT_VERSION).encode()
+    assert json.loads(filled.client.get(Keys(filled.namespace).model))["model"] == filled.model
+
+
+def test_rank_is_the_models_display_rating(reader: tuple[str, list[str]], filled: Filled) -> None:
+    """`mu` in rank is the rating ranks use: the {NS}:lb score of a placed player, computed
+    from the hash (μ − k·σ for TrueSkill) for every player, placed or not."""
+    keys = Keys(filled.namespace)
+    scores = dict(filled.client.zrange(keys.lb, 0, -1, withscores=True))
+    for who in sorted(filled.players)[:12]:
+        code, got = _read(reader, filled, "rank", who)
+        assert code == 0, got
+        mu, sigma = (float(v) for v in filled.client.hmget(keys.player(who), "mu", "sigma"))
+        want = mu if filled.model == "adr" else mu - 3.0 * sigma  # TrueSkill's display_k: 3
+        assert got["mu"] == want
+        if who.encode() in scores:
+            assert got["mu"] == scores[who.encode()]
 
 
 def test_friends_board_is_zmscore_of_the_ids_best_first(

@@ -2,8 +2,9 @@
 shipped read-only user: deploy/redis/acl-users.acl rendered with the very command
 deploy/redis/README.md gives, loaded by a real redis-server with `--aclfile`, read as
 `adr-reader`. The same answers from all three, and the same exit status (docs/leaderboards.md,
-"Exit status") for found, not found / unplaced, bad usage, Redis down, permission denied and an
-unknown layout version."""
+"Exit status") for found, not found / unplaced, bad usage, Redis down, permission denied, an
+unknown layout version and an unknown rating model; a pool of another model than ADR read as its
+display rating ({NS}:model)."""
 
 from __future__ import annotations
 
@@ -16,11 +17,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import redis
 
+from engine import model_named, model_parameters
 from leaderboard._board import Board
-from redis_layout import LAYOUT_VERSION, Keys, stamp_layout
+from redis_layout import LAYOUT_VERSION, Keys, model_stamp, stamp_layout
+from redis_layout.player_codec import FIELDS, model_values
 from stack import RedisServer
 from stack._ports import free_port
 from stack.secured import plain_redis
@@ -220,6 +224,63 @@ def test_an_unknown_layout_version_is_refused_with_its_status(
         assert _read(reader, _url(server.port), "rank", "alice")[:2] == (0, _entry(1, "alice"))
     finally:
         admin.set(keys.layout, str(LAYOUT_VERSION))
+
+
+@pytest.mark.parametrize(
+    ("name", "overrides"),
+    [("trueskill", {"display_k": "2"}), ("glicko2", {"display_k": "1"}), ("weng-lin", {}),
+     ("elo", {})],
+)  # fmt: skip
+def test_a_pool_of_another_model_is_read_as_its_display_rating(
+    reader: tuple[str, list[str]], server: RedisServer, name: str, overrides: dict[str, str]
+) -> None:
+    """{NS}:model (read as adr-reader): `rank` shows the model's display rating, computed from
+    the hash as docs/leaderboards.md's table says (μ − k·σ, r − k·RD, the Elo rating)."""
+    admin = redis.Redis(port=server.port)
+    admin.acl_log_reset()
+    keys = Keys(NAMESPACE)
+    model = model_named(name, overrides)
+    state = msgspec.structs.replace(model.new_player(), n=3, last_ts=1_764_000_000_000)
+    values = [*model_values(model.to_fields(state)), "3"]
+    admin.hset(keys.player("tess"), mapping=dict(zip(FIELDS, values, strict=True)))
+    admin.set(keys.model, model_stamp(name, model_parameters(model)))
+    try:
+        code, got, err = _read(reader, _url(server.port), "rank", "tess")
+        want = {"rank": None, "player": "tess", "mu": model.display(state), "tier": None}
+        assert (code, got) == (0, want), err
+        if name != "elo":
+            assert got["mu"] != float(values[0])  # not the hash's mu: μ − k·σ
+        # the board's scores are the display ratings the consumer wrote: read as they are
+        assert _read(reader, _url(server.port), "top", "1")[:2] == (0, [_entry(1, "alice")])
+    finally:
+        admin.delete(keys.model, keys.player("tess"))
+    assert admin.acl_log() == []
+
+
+@pytest.mark.parametrize(
+    "stored",
+    [
+        '{"model":"glicko3","params":"0","parameters":{}}',  # a newer release's model
+        "elo",  # not a stamp
+        '{"model":"trueskill","params":"0","parameters":{"display_k":-1}}',  # a bad parameter
+    ],
+)
+def test_a_model_the_reader_does_not_know_is_refused_with_status_3(
+    reader: tuple[str, list[str]], server: RedisServer, stored: str
+) -> None:
+    """A newer release's model (or a value that is no model stamp this reader can use): its
+    numbers must not be read as ADR's (docs/leaderboards.md, "Exit status")."""
+    admin = redis.Redis(port=server.port)
+    keys = Keys(NAMESPACE)
+    admin.set(keys.model, stored)
+    try:
+        for args in (("top", "3"), ("rank", "alice"), ("friends", "bob")):
+            code, out, err = _read(reader, _url(server.port), *args)
+            assert (code, out) == (3, ""), (args, err)
+            assert keys.model in err, err
+    finally:
+        admin.delete(keys.model)
+    assert _read(reader, _url(server.port), "rank", "alice")[:2] == (0, _entry(1, "alice"))
 
 
 def test_the_reader_user_still_cannot_write_or_run_read_write_scripts(server: RedisServer) -> None:

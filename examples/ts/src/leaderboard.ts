@@ -9,12 +9,14 @@
 //
 // $REDIS_URL (default redis://127.0.0.1:6379/0), $ADR_NAMESPACE (default adr). Every read works
 // for the read-only ACL user of deploy/redis/acl-users.acl: read commands and read-only scripts
-// (EVALSHA_RO, EVAL_RO), no MULTI. It first checks the pool's layout version ({NS}:layout).
+// (EVALSHA_RO, EVAL_RO), no MULTI. It first reads the pool's layout version ({NS}:layout) and
+// rating model ({NS}:model) in one MGET; "mu" is the rating ranks use, the model's display
+// rating (docs/leaderboards.md, "What a reader sees for each model").
 //
 // Exit status, as docs/leaderboards.md's table says for every reader: 0 found; 1 an unknown
 // player (rank, tier, around) or an unplaced one (around); 2 usage; 3 Redis unreachable or an
-// error; 4 permission denied (NOPERM, a wrong user or password); 5 a layout version this reader
-// does not know.
+// error, or a rating model this reader does not know; 4 permission denied (NOPERM, a wrong user
+// or password); 5 a layout version this reader does not know.
 import { createHash } from "crypto";
 import Redis from "ioredis";
 
@@ -27,6 +29,49 @@ const LAYOUT_VERSIONS = new Set(["2"]);
 
 /** {NS}:layout names a layout this reader does not know. */
 export class UnknownLayout extends Error {}
+
+/** A pool's rating model as {NS}:model records it (docs/leaderboards.md, "What a reader sees for
+ * each model"): the rating ranks use is mu for adr and elo, mu - k*sigma for glicko2 (r - k*RD),
+ * trueskill and weng-lin, k the model's display_k. */
+export interface Model {
+  name: string;
+  displayK: number;
+}
+
+/** The models whose display rating is mu - display_k * sigma, and their default display_k
+ * (docs/models.md), for a stamp that does not list it. */
+const DEFAULT_DISPLAY_K: Record<string, number> = { glicko2: 0, trueskill: 3, "weng-lin": 3 };
+const USES_SIGMA = new Set(Object.keys(DEFAULT_DISPLAY_K));
+
+/** The rating ranks use, from the player hash's mu and sigma. */
+export function display(model: Model, mu: number, sigma: number): number {
+  return USES_SIGMA.has(model.name) ? mu - model.displayK * sigma : mu;
+}
+
+/** {NS}:model's JSON ({"model": NAME, "params": DIGEST, "parameters": {...}}); absent (null) is
+ * adr, every release before the key ran ADR only. Throws for a model this reader does not know
+ * or a value it cannot read (exit 3): its numbers must not be read as ADR's. */
+export function parseModel(key: string, raw: string | null): Model {
+  if (raw === null) return { name: "adr", displayK: 0 };
+  let stamp: { model?: unknown; parameters?: Record<string, unknown> };
+  try {
+    stamp = JSON.parse(raw);
+  } catch {
+    throw new Error(`${key} holds ${JSON.stringify(raw)}, not a model stamp: upgrade the reader`);
+  }
+  const name = stamp?.model;
+  if (typeof name !== "string" || name === "")
+    throw new Error(`${key} holds ${JSON.stringify(raw)}, not a model stamp: upgrade the reader`);
+  if (name === "adr" || name === "elo") return { name, displayK: 0 };
+  if (!USES_SIGMA.has(name))
+    throw new Error(
+      `${key}: unknown model ${JSON.stringify(name)} (this reader knows adr, elo, glicko2, trueskill, weng-lin): upgrade the reader`,
+    );
+  const k = stamp.parameters?.display_k ?? DEFAULT_DISPLAY_K[name];
+  if (typeof k !== "number" || !(k >= 0))
+    throw new Error(`${key}: model ${JSON.stringify(name)} with a display_k that is not a number >= 0: ${JSON.stringify(k)}`);
+  return { name, displayK: k };
+}
 
 export interface Entry {
   rank: number | null;
@@ -42,14 +87,17 @@ if not r then return false end
 local lo = math.max(0, r - tonumber(ARGV[2]))
 return {lo, redis.call('ZREVRANGE', KEYS[1], lo, r + tonumber(ARGV[2]), 'WITHSCORES')}`;
 
-// ZREVRANK and the hash's mu and tier in one read-only script: one state.
+// ZREVRANK and the hash's mu, tier and sigma in one read-only script: one state.
 const RANK = `
 local r = redis.call('ZREVRANK', KEYS[1], ARGV[1])
-local fields = redis.call('HMGET', KEYS[2], 'mu', 'tier')
-return {r, fields[1], fields[2]}`;
+local fields = redis.call('HMGET', KEYS[2], 'mu', 'tier', 'sigma')
+return {r, fields[1], fields[2], fields[3]}`;
 
-/** One namespace's board. Every key is "{NS}:..." (the braces are a Cluster hash tag). */
+/** One namespace's board. Every key is "{NS}:..." (the braces are a Cluster hash tag). Open it
+ * (checkPool) before a query: the rank query needs the pool's model. */
 export class Board {
+  private model: Model = { name: "adr", displayK: 0 };
+
   constructor(private readonly redis: Redis, private readonly ns: string) {}
 
   private get lb(): string {
@@ -60,12 +108,16 @@ export class Board {
     return `{${this.ns}}:player:${id}`;
   }
 
-  /** Throws UnknownLayout unless the pool's layout version is one this reader knows, or absent. */
-  async checkLayout(): Promise<void> {
+  /** Reads {NS}:layout and {NS}:model in one MGET (one slot, read-only). Throws UnknownLayout
+   * unless the layout version is one this reader knows, or absent, and an Error for a model it
+   * does not know; else keeps the model for the queries. */
+  async checkPool(): Promise<void> {
     const key = `{${this.ns}}:layout`;
-    const version = await this.redis.get(key);
+    const modelKey = `{${this.ns}}:model`;
+    const [version, model] = await this.redis.mget(key, modelKey);
     if (version !== null && !LAYOUT_VERSIONS.has(version))
       throw new UnknownLayout(`${key} is layout ${JSON.stringify(version)}; this reader knows layout 2: upgrade the reader`);
+    this.model = parseModel(modelKey, model);
   }
 
   /** A read-only script: EVALSHA_RO, and EVAL_RO (which caches it) when Redis has not cached it;
@@ -103,15 +155,23 @@ export class Board {
     return this.entries(1, await this.redis.zrevrange(this.lb, 0, n - 1, "WITHSCORES"));
   }
 
-  /** One player (null if unknown): ZREVRANK and HMGET in one read-only script (one state). */
+  /** One player (null if unknown): ZREVRANK and HMGET in one read-only script (one state); mu
+   * is the model's display rating, computed from the hash (the {NS}:lb score once placed). */
   async rank(id: string): Promise<Entry | null> {
-    const [rank0, mu, tier] = (await this.readOnly(RANK, [this.lb, this.player(id)], [id])) as [
+    const [rank0, mu, tier, sigma] = (await this.readOnly(RANK, [this.lb, this.player(id)], [id])) as [
       number | null,
+      string | null,
       string | null,
       string | null,
     ];
     if (mu === null) return null;
-    return { rank: rank0 === null ? null : rank0 + 1, player: id, mu: Number(mu), tier: tier || null };
+    let rating = Number(mu);
+    if (USES_SIGMA.has(this.model.name)) {
+      const s = sigma === null || sigma === "" ? NaN : Number(sigma);
+      if (!Number.isFinite(s)) throw new Error(`${this.player(id)}: sigma ${JSON.stringify(sigma)} is not a number`);
+      rating = display(this.model, rating, s);
+    }
+    return { rank: rank0 === null ? null : rank0 + 1, player: id, mu: rating, tier: tier || null };
   }
 
   /** The placed players within k ranks of id (null if id is unplaced or unknown). */
@@ -209,7 +269,7 @@ async function main(args: string[]): Promise<number> {
   const board = new Board(redis, process.env.ADR_NAMESPACE || "adr");
   try {
     await redis.connect();
-    await board.checkLayout();
+    await board.checkPool();
     let result: unknown;
     switch (args[0]) {
       case "top":

@@ -9,12 +9,14 @@
 //
 // $REDIS_URL (default redis://127.0.0.1:6379/0), $ADR_NAMESPACE (default adr). Every read works
 // for the read-only ACL user of deploy/redis/acl-users.acl: read commands and read-only scripts
-// (EVALSHA_RO, EVAL_RO), no MULTI. It first checks the pool's layout version ({NS}:layout).
+// (EVALSHA_RO, EVAL_RO), no MULTI. It first reads the pool's layout version ({NS}:layout) and
+// rating model ({NS}:model) in one MGET; "mu" is the rating ranks use, the model's display
+// rating (docs/leaderboards.md, "What a reader sees for each model").
 //
 // Exit status, as docs/leaderboards.md's table says for every reader: 0 found; 1 an unknown
 // player (rank, tier, around) or an unplaced one (around); 2 usage; 3 Redis unreachable or an
-// error; 4 permission denied (NOPERM, a wrong user or password); 5 a layout version this reader
-// does not know.
+// error, or a rating model this reader does not know; 4 permission denied (NOPERM, a wrong user
+// or password); 5 a layout version this reader does not know.
 package main
 
 import (
@@ -38,13 +40,16 @@ type Entry struct {
 }
 
 // Board reads one namespace. Every key is "{NS}:..." (the braces are a Cluster hash tag).
+// Open it (CheckPool) before a query: the rank query needs the pool's model.
 type Board struct {
-	rdb *redis.Client
-	ns  string
+	rdb   *redis.Client
+	ns    string
+	model Model
 }
 
 func (b Board) lb() string              { return "{" + b.ns + "}:lb" }
 func (b Board) layout() string          { return "{" + b.ns + "}:layout" }
+func (b Board) modelKey() string        { return "{" + b.ns + "}:model" }
 func (b Board) player(id string) string { return "{" + b.ns + "}:player:" + id }
 
 // Exit statuses: docs/leaderboards.md, "Exit status".
@@ -64,20 +69,70 @@ var layoutVersions = map[string]bool{"2": true}
 // errUnknownLayout: {NS}:layout names a layout this reader does not know.
 var errUnknownLayout = errors.New("unknown layout")
 
-// CheckLayout returns errUnknownLayout (wrapped, with the value) unless the pool's layout
-// version is one this reader knows or absent.
-func (b Board) CheckLayout(ctx context.Context) error {
-	v, err := b.rdb.Get(ctx, b.layout()).Result()
-	if errors.Is(err, redis.Nil) {
-		return nil
+// Model is a pool's rating model as {NS}:model records it (docs/leaderboards.md, "What a reader
+// sees for each model"): the rating ranks use is mu for adr and elo, mu - k*sigma for glicko2
+// (r - k*RD), trueskill and weng-lin, k the model's display_k.
+type Model struct {
+	Name     string
+	DisplayK float64
+}
+
+// Display is the rating ranks use, from the player hash's mu and sigma. float64(k*sigma): Go
+// may fuse a*b+c into one rounding on some CPUs; the pool's display rating rounds twice.
+func (m Model) Display(mu, sigma float64) float64 {
+	if m.Name == "adr" || m.Name == "elo" {
+		return mu
 	}
+	return mu - float64(m.DisplayK*sigma)
+}
+
+// usesSigma: the models whose display rating is mu - display_k*sigma, and their default
+// display_k (docs/models.md), for a stamp that does not list it.
+var usesSigma = map[string]bool{"glicko2": true, "trueskill": true, "weng-lin": true}
+var defaultDisplayK = map[string]float64{"glicko2": 0, "trueskill": 3, "weng-lin": 3}
+
+// parseModel reads {NS}:model's JSON ({"model": NAME, "params": DIGEST, "parameters": {...}});
+// absent (nil) is adr, every release before the key ran ADR only. A model this reader does not
+// know, or a value it cannot read, is an error (exit 3): its numbers must not be read as ADR's.
+func parseModel(key string, raw interface{}) (Model, error) {
+	if raw == nil {
+		return Model{Name: "adr"}, nil
+	}
+	text, _ := raw.(string)
+	var stamp struct {
+		Model      string                     `json:"model"`
+		Parameters map[string]json.RawMessage `json:"parameters"`
+	}
+	if err := json.Unmarshal([]byte(text), &stamp); err != nil || stamp.Model == "" {
+		return Model{}, fmt.Errorf("%s holds %q, not a model stamp: upgrade the reader", key, text)
+	}
+	m := Model{Name: stamp.Model}
+	switch {
+	case m.Name == "adr" || m.Name == "elo":
+	case usesSigma[m.Name]:
+		m.DisplayK = defaultDisplayK[m.Name]
+		if k, ok := stamp.Parameters["display_k"]; ok && (json.Unmarshal(k, &m.DisplayK) != nil || !(m.DisplayK >= 0)) {
+			return Model{}, fmt.Errorf("%s: model %q with a display_k that is not a number >= 0: %s", key, m.Name, k)
+		}
+	default:
+		return Model{}, fmt.Errorf("%s: unknown model %q (this reader knows adr, elo, glicko2, trueskill, weng-lin): upgrade the reader", key, m.Name)
+	}
+	return m, nil
+}
+
+// CheckPool reads {NS}:layout and {NS}:model in one MGET (one slot, read-only). It returns
+// errUnknownLayout (wrapped, with the value) unless the layout version is one this reader knows
+// or absent, and an error for a model it does not know; else it keeps the model for the queries.
+func (b *Board) CheckPool(ctx context.Context) error {
+	vals, err := b.rdb.MGet(ctx, b.layout(), b.modelKey()).Result()
 	if err != nil {
 		return err
 	}
-	if !layoutVersions[v] {
+	if v, ok := vals[0].(string); ok && !layoutVersions[v] {
 		return fmt.Errorf("%w: %s is layout %q; this reader knows layout 2: upgrade the reader", errUnknownLayout, b.layout(), v)
 	}
-	return nil
+	b.model, err = parseModel(b.modelKey(), vals[1])
+	return err
 }
 
 // text is a script's or a command's string reply; false for nil (RESP2) or Lua false (RESP3).
@@ -101,11 +156,11 @@ if not r then return false end
 local lo = math.max(0, r - tonumber(ARGV[2]))
 return {lo, redis.call('ZREVRANGE', KEYS[1], lo, r + tonumber(ARGV[2]), 'WITHSCORES')}`)
 
-// rank reads ZREVRANK and the hash's mu and tier in one read-only script: one state.
+// rank reads ZREVRANK and the hash's mu, tier and sigma in one read-only script: one state.
 var rank = redis.NewScript(`
 local r = redis.call('ZREVRANK', KEYS[1], ARGV[1])
-local fields = redis.call('HMGET', KEYS[2], 'mu', 'tier')
-return {r, fields[1], fields[2]}`)
+local fields = redis.call('HMGET', KEYS[2], 'mu', 'tier', 'sigma')
+return {r, fields[1], fields[2], fields[3]}`)
 
 // entries adds each member's tier (one pipelined HGET each, not a transaction) to ranked
 // (member, score) pairs: the ranks and scores come from one command or script; a tier read
@@ -137,7 +192,8 @@ func (b Board) Top(ctx context.Context, n int64) ([]Entry, error) {
 }
 
 // Rank returns one player's entry (nil if the player has no hash): ZREVRANK and HMGET in one
-// read-only script, so rank and hash come from the same state.
+// read-only script, so rank and hash come from the same state. Mu is the model's display
+// rating, computed from the hash (the {NS}:lb score of a placed player).
 func (b Board) Rank(ctx context.Context, id string) (*Entry, error) {
 	reply, err := rank.RunRO(ctx, b.rdb, []string{b.lb(), b.player(id)}, id).Slice()
 	if err != nil {
@@ -151,6 +207,14 @@ func (b Board) Rank(ctx context.Context, id string) (*Entry, error) {
 	mu, err := strconv.ParseFloat(muText, 64)
 	if err != nil {
 		return nil, err
+	}
+	if usesSigma[b.model.Name] {
+		sigmaText, _ := text(reply[3])
+		sigma, err := strconv.ParseFloat(sigmaText, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%s: sigma: %w", b.player(id), err)
+		}
+		mu = b.model.Display(mu, sigma)
 	}
 	tier, _ := text(reply[2]) // absent if the hash has no tier field
 	e := Entry{Player: id, Mu: mu, Tier: textOrNil(tier)}
@@ -298,9 +362,9 @@ func run(args []string) int {
 	opts.MaxRetries = 1
 	rdb := redis.NewClient(opts)
 	defer rdb.Close()
-	b := Board{rdb: rdb, ns: env("ADR_NAMESPACE", "adr")}
+	b := &Board{rdb: rdb, ns: env("ADR_NAMESPACE", "adr")}
 	ctx := context.Background()
-	if err := b.CheckLayout(ctx); err != nil {
+	if err := b.CheckPool(ctx); err != nil {
 		return failure(err)
 	}
 	var result interface{}
