@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -461,3 +464,95 @@ def test_the_read_merges_partitions_by_event_time_also_while_pausing_them(
     assert sorted(e.id for _p, _o, e in got) == sorted(e.id for e in events)
     assert sum(out.rejected.values()) == 1 and out.messages == len(items)
     assert sum(out.ends.values()) == len(items)
+
+
+def _sh_blocks(section: str) -> list[str]:
+    """The ```sh blocks of docs/operations.md's `## section`, in order."""
+    text = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
+    body = text.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    return [textwrap.dedent(b) for b in re.findall(r"^ *```sh\n(.*?)^ *```", body, re.M | re.S)]
+
+
+def _commands(block: str) -> list[tuple[str, bool]]:
+    """(command line, in the background: ended by &) of each command of a sh block."""
+    out = []
+    for line in block.replace("\\\n", " ").splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            out.append((line.removesuffix("&").strip(), line.endswith("&")))
+    return out
+
+
+def test_the_documented_model_switch_runs_as_written(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
+) -> None:
+    """docs/operations.md, "Switching a pool's model", steps 2 and 3: its commands run as
+    written (the topic, namespace and group renamed to this test's own): the shadow pool is
+    rebuilt with the new model, consumed on by that model, calibrated, and read."""
+    step2, step3 = _sh_blocks("Switching a pool's model")
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    ns, group = unique_name("adr-elo"), unique_name("adr-consumer-elo")
+    events = S.events(2_500, players=200, arenas=10, seed=37)
+    first, more = events[:2_000], events[2_000:]
+    S.produce(kafka_bootstrap, topic, S.encoded(first))
+    names = {"adr-consumer-elo": group, "adr-elo": ns, "kill-events": topic}
+    chosen = ("ADR_MODEL", "ADR_MODEL_PARAMS", "ADR_NAMESPACE", "ADR_CONFIG_FILE", "ADR_PARAMS")
+    env = {k: v for k, v in os.environ.items() if k not in chosen}
+    env |= {"KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "REDIS_URL": redis_url,
+            "ADR_METRICS_PORT": "0", "ADR_TIER_TOPIC": unique_name("tier-boundaries"),
+            "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}  # fmt: skip
+
+    def bash(line: str) -> list[str]:
+        """The line for bash as written, but for this test's names (and the names built on
+        them: kill-events-dlq-elo), run by `exec` so that a signal reaches `adr` itself."""
+        for old, new in names.items():
+            line = re.sub(rf"(?<![\w-]){re.escape(old)}(?=[\s-]|$)", new, line)
+        assert line.startswith("adr "), line
+        return ["bash", "-c", f"exec {line}"]
+
+    client = redis.Redis.from_url(redis_url)
+    keys = Keys(ns)
+    commands = _commands(step2)
+    assert [line.split()[:2] for line, _bg in commands] == [
+        ["adr", "rebuild"], ["adr", "consume"], ["adr", "calibrate"]
+    ]  # fmt: skip
+    background: list[subprocess.Popen[str]] = []
+    try:
+        for line, in_background in commands:
+            if in_background:
+                log = open(tmp_path / f"{line.split()[1]}.log", "w")  # noqa: SIM115 - the process's
+                background.append(
+                    subprocess.Popen(bash(line), env=env, stdout=log, stderr=log, text=True)
+                )
+                continue
+            done = subprocess.run(bash(line), env=env, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, done.stderr[-3000:]
+            assert "--model" in line and client.get(keys.layout) == b"2"
+            stamp = json.loads(client.get(keys.model))
+            assert (stamp["model"], stamp["parameters"]["k"]) == ("elo", 24)
+        S.produce(kafka_bootstrap, topic, S.encoded(more))
+        S.wait_applied(client, keys, topic, {0: len(events)}, 240,
+                       alive=lambda: all(p.poll() is None for p in background))  # fmt: skip
+        S.wait_until(lambda: client.hget(keys.snapshot, "version") not in (None, b"1"), 60,
+                     "the tier job's snapshot over the rebuilt one")  # fmt: skip
+        ((line, _bg),) = _commands(step3)
+        read = subprocess.run(bash(line), env=env, capture_output=True, text=True, timeout=60)
+        assert read.returncode == 0, read.stderr
+        rows = read.stdout.splitlines()
+        assert rows[0].split() == ["RANK", "PLAYER", "RATING", "TIER"] and len(rows) > 1
+    finally:
+        for proc in background:
+            proc.send_signal(signal.SIGTERM)
+        codes = [proc.wait(60) for proc in background]
+    assert codes == [0, 0], [
+        (tmp_path / f).read_text()[-2000:] for f in ("consume.log", "calibrate.log")
+    ]
+    # the shadow pool holds the new model's states, every player's hash read by its codec
+    model = model_named("elo", {"k": "24"})
+    states = []
+    for key in client.scan_iter(match=keys.match_players, count=1000):
+        fields = decode_fields(client.hmget(key, list(READ_FIELDS)), key.decode())
+        assert fields is not None
+        states.append(model.from_fields(fields[0]))
+    assert len(states) == int(client.hget(keys.pop, "count")) > 100
+    client.close()
