@@ -46,7 +46,7 @@ from serve._models import (
     TopPage,
 )
 from serve._tiers import read_tiers
-from serve.meta import read_many
+from serve.meta import MetaReader
 from serve.seasons import (
     SeasonError,
     check_season_id,
@@ -69,6 +69,9 @@ def create_app(config: Config, client: redis.Redis, registry: CollectorRegistry)
     boards = {ties: Board(client, config.namespace, ties) for ties in ("unique", "shared")}
     keys = Keys.of(config.namespace)
     metrics = Metrics(registry)
+    meta_reader = MetaReader(
+        client, keys, config.answer_cache_ttl, metrics.meta_unreadable.labels_inc
+    )
     answer_cache = AnswerCache(config.answer_cache_ttl, config.answer_cache_bytes, registry)
     live_cache = f"public, max-age={config.cache_max_age}"
     id_help = f"a player id, 1-{config.max_id_bytes} bytes of UTF-8"
@@ -80,9 +83,7 @@ def create_app(config: Config, client: redis.Redis, registry: CollectorRegistry)
 
     def with_meta(entries: list[Entry]) -> list[Row]:
         """The rows with each player's metadata (one HMGET; none when there are no rows)."""
-        metas = read_many(
-            client, keys, [e.player for e in entries], metrics.meta_unreadable.labels_inc
-        )
+        metas = meta_reader.read([e.player for e in entries])
         return [Row(e.rank, e.player, e.mu, e.tier, m) for e, m in zip(entries, metas, strict=True)]
 
     def board(ties: str | None) -> tuple[TiesName, Board]:
@@ -148,7 +149,7 @@ def create_app(config: Config, client: redis.Redis, registry: CollectorRegistry)
         name, b = board(ties)
         p = b.profile(player_id(player), config.history_points)
         points = [Point(h.epoch, h.seq, h.ts, h.mu, h.sigma, h.tier) for h in p.history]
-        (meta,) = read_many(client, keys, [p.player], metrics.meta_unreadable.labels_inc)
+        (meta,) = meta_reader.read([p.player])
         answer = PlayerProfile(
             name, p.player, p.rank, p.mu, p.sigma, p.tier, p.events, p.last_ts, p.version, points,
             meta,

@@ -10,6 +10,7 @@ consumer never reads or writes it: metadata costs the rating path nothing.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
@@ -96,3 +97,46 @@ def read_many(
             )
             out.append(None)
     return out
+
+
+class MetaReader:
+    """`read_many` behind a short-lived per-player cache (the answer cache's ttl): the rows of
+    a miss of the answer cache whose players' metadata was read within the ttl need no HMGET.
+    Metadata changes when the studio sets it, not with every batch, so this adds no staleness
+    beyond the answer cache's own. At most `max_entries` players are kept (all dropped when full:
+    the next reads refill it). Thread-safe for the API's worker threads (dict operations)."""
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        keys: Keys,
+        ttl_s: float,
+        on_unreadable: Callable[[str], object] | None = None,
+        max_entries: int = 100_000,
+    ) -> None:
+        self._r = client
+        self._keys = keys
+        self._ttl_s = ttl_s
+        self._on_unreadable = on_unreadable
+        self._max = max_entries
+        self._kept: dict[str, tuple[float, Meta | None]] = {}
+
+    def read(self, players: Sequence[str]) -> list[Meta | None]:
+        if self._ttl_s <= 0:
+            return read_many(self._r, self._keys, players, self._on_unreadable)
+        now = time.monotonic()
+        found: dict[str, Meta | None] = {}
+        for player in players:
+            kept = self._kept.get(player)
+            if kept is not None and now - kept[0] < self._ttl_s:
+                found[player] = kept[1]
+        missing = [p for p in dict.fromkeys(players) if p not in found]
+        if missing:
+            if len(self._kept) + len(missing) > self._max:
+                self._kept.clear()
+            for player, meta in zip(
+                missing, read_many(self._r, self._keys, missing, self._on_unreadable), strict=True
+            ):
+                found[player] = meta
+                self._kept[player] = (now, meta)
+        return [found[p] for p in players]

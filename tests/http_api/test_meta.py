@@ -307,3 +307,23 @@ def test_the_store_keeps_what_it_is_given_as_adr_meta(
         assert store.delete(who) and store.get(who) is None
     finally:
         admin.hdel(KEYS.meta, who)
+
+
+def test_the_meta_reader_keeps_a_player_for_its_ttl_only(
+    reader: redis.Redis, admin: redis.Redis
+) -> None:
+    from serve.meta import MetaReader
+
+    admin.hset(KEYS.meta, "erin", encode_meta({"display_name": "E1"}))
+    try:
+        kept = MetaReader(reader, KEYS, ttl_s=60, max_entries=3)
+        none = MetaReader(reader, KEYS, ttl_s=0)
+        e1 = {"display_name": "E1"}
+        assert kept.read(["erin", "bob", "erin"]) == [e1, None, e1]
+        admin.hset(KEYS.meta, "erin", encode_meta({"display_name": "E2"}))
+        assert kept.read(["erin"]) == [{"display_name": "E1"}]  # within its ttl
+        assert none.read(["erin"]) == [{"display_name": "E2"}]  # ttl 0: always read
+        kept.read(["alice", "frank"])  # past max_entries: everything dropped, then refilled
+        assert kept.read(["erin"]) == [{"display_name": "E2"}]
+    finally:
+        admin.hdel(KEYS.meta, "erin")
