@@ -4,6 +4,7 @@ pages and their cursors, the tie policies, the caching headers, the limits on ev
 
 from __future__ import annotations
 
+import time
 from typing import Any
 from urllib.parse import quote
 
@@ -251,3 +252,38 @@ def test_settings_that_cannot_be_used_are_refused(settings: dict[str, Any], why:
 
     with pytest.raises(ServeError, match=why):
         Config(**settings)
+
+
+def test_tiers_is_one_read_of_one_state(
+    api: TestClient,  # type: ignore[type-arg]
+    admin: redis.Redis,
+) -> None:
+    """/v1/tiers sends Redis one command (a read-only script that reads the counts, the tracked
+    count and the boundaries), not a script and then a read: MONITOR shows what the app sent."""
+    import threading
+
+    api.get("/v1/tiers")  # the layout check of the first read is behind us
+    seen: list[dict[str, Any]] = []
+    ready = threading.Event()
+
+    def watch() -> None:
+        with admin.monitor() as monitor:
+            ready.set()
+            for command in monitor.listen():
+                if command["command"] == "ECHO end-of-tiers":
+                    return
+                seen.append(command)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    assert ready.wait(10)
+    time.sleep(0.2)  # MONITOR is registered once its reply is read
+    assert api.get("/v1/tiers").status_code == 200
+    redis.Redis(connection_pool=admin.connection_pool).echo("end-of-tiers")
+    watcher.join(10)
+    handshake = {"HELLO", "CLIENT", "AUTH"}  # the ECHO's new connection
+    sent = [c["command"].split()[0].upper() for c in seen if c.get("client_type") != "lua"]
+    sent = [c for c in sent if c not in handshake]
+    inside = {c["command"].split()[0].upper() for c in seen if c.get("client_type") == "lua"}
+    assert sent in (["EVALSHA_RO"], ["EVALSHA_RO", "EVAL_RO"]), seen
+    assert {"HGETALL", "HGET", "HMGET"} <= inside
