@@ -1,18 +1,24 @@
 """Benchmark of `adr serve` (issue 32): requests/s and latency of top, rank and around over HTTP
 while a consumer rates a steady kill load into the same Redis.
 
-    python bench/serve_load.py                     # 30 s of load, 64 connections
-    python bench/serve_load.py --seconds 10 --connections 32
+    python bench/serve_load.py                     # 30 s of load, 32 connections
+    python bench/serve_load.py --seconds 10 --connections 64
+    nice -n -15 python bench/serve_load.py         # as docs/benchmarks.md's figures: the whole
+                                                   # bench (its children too) ahead of the rest
 
 What runs, all on this machine: a Kafka broker and redis-server (KAFKA_BOOTSTRAP_SERVERS /
 REDIS_URL when set, else the local stack), `adr simulate` at --event-rate kill events/s,
 `adr consume` and `adr calibrate --every 5` into one pool, `adr serve` on that pool, and this
 process's load client: --connections keep-alive HTTP/1.1 connections on one asyncio loop, each
 sending its next request when the last answer is in (a closed loop), the requests cycling
-through top (a page of 20), rank and around (k = 5) of players on the board. Latency is from
-sending a request to reading its whole answer. The load waits until the board has
---min-placed players, then measures for --seconds; the consumer must have rated events during
-the measurement (its counter is read before and after), else the run is reported as invalid.
+through top (a page of 20), rank and around (k = 5) of players on the board. Every placed player
+has metadata (a display name and a country, `{ns}:meta`), so every answer carries it as in a
+studio's pool. Latency is from sending a request to reading its whole answer; it is also given
+per kind of request. The server's CPU time per request (user + system, from /proc, over the
+measurement) and its answer cache's hits and misses (its /metrics) are printed beside. The load
+waits until the board has --min-placed players, then measures for --seconds; the consumer must
+have rated events during the measurement (its counter is read before and after), else the run
+is reported as invalid.
 
 Prints one JSON object on stdout (the figures); progress on stderr.
 """
@@ -36,6 +42,7 @@ from typing import Any
 import redis
 
 from redis_layout import Keys
+from redis_layout.meta_codec import encode_meta
 from stack import LocalStack
 from stack._ports import free_port
 from stack._topics import TopicAdmin
@@ -57,6 +64,18 @@ def _metric(port: int, name: str) -> float:
     )
 
 
+def _cache_counts(port: int) -> dict[str, float]:
+    """adr serve's answer-cache lookups by outcome so far."""
+    name = "adr_serve_answer_cache_lookups_total"
+    return {o: _metric(port, f'{name}{{outcome="{o}"}}') for o in ("hit", "miss", "waited")}
+
+
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def _client(
     host: str,
     port: int,
@@ -64,7 +83,10 @@ async def _client(
     until: float,
     latencies: list[float],
     errors: list[int],
+    kinds: list[int] | None = None,
 ) -> None:
+    """`kinds` (optional, one per path): appended with each request's kind, in step with
+    `latencies`."""
     reader, writer = await asyncio.open_connection(host, port)
     i = random.randrange(len(paths))
     try:
@@ -81,6 +103,8 @@ async def _client(
                     length = int(line[15:])
             await reader.readexactly(length)
             latencies.append(time.perf_counter() - start)
+            if kinds is not None:
+                kinds.append((i - 1) % len(paths))
             if status != 200:
                 errors.append(status)
     finally:
@@ -96,11 +120,14 @@ def main() -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     ap.add_argument("--seconds", type=float, default=30.0, help="measured load (default 30)")
-    ap.add_argument("--connections", type=int, default=64, help="client connections (64)")
+    ap.add_argument("--connections", type=int, default=32, help="client connections (32)")
     ap.add_argument("--event-rate", type=int, default=500, help="kill events/s simulated (500)")
     ap.add_argument("--players", type=int, default=5000, help="simulated players (5000)")
     ap.add_argument("--min-placed", type=int, default=300, help="placed players to wait for")
     ap.add_argument("--threads", type=int, default=16, help="adr serve --threads (16)")
+    ap.add_argument(
+        "--answer-cache-ttl", type=float, default=1.0, help="adr serve --answer-cache-ttl (1 s)"
+    )
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="serve-load-"))
@@ -126,7 +153,8 @@ def main() -> int:
         "simulate": [*_ADR, "simulate", "--topic", topic, "--players", str(args.players),
                      "--arenas", "50", "--rate", str(args.event_rate), "--events", "0",
                      "--partitions", "4"],
-        "serve": [*_ADR, "serve", "--port", str(serve_port), "--threads", str(args.threads)],
+        "serve": [*_ADR, "serve", "--port", str(serve_port), "--threads", str(args.threads),
+                  "--answer-cache-ttl", str(args.answer_cache_ttl)],
     }  # fmt: skip
     admin = TopicAdmin(bootstrap)
     admin.create(topic, partitions=4, exist_ok=True)
@@ -151,8 +179,15 @@ def main() -> int:
                 raise SystemExit(f"fewer than {args.min_placed} placed players after 300 s")
             time.sleep(1)
         players = [m.decode() for m in client.zrange(keys.lb, 0, -1)]
-        say(f"{len(players)} placed players; loading for {args.seconds} s")
+        everyone = [k.decode()[len(keys.player_prefix) :] for k in
+                    client.scan_iter(match=keys.match_players, count=1000)]  # fmt: skip
+        client.hset(keys.meta, mapping={
+            p: encode_meta({"display_name": f"Player {p}", "country": "DE"}) for p in everyone
+        })  # fmt: skip
+        say(f"{len(players)} placed players (metadata for {len(everyone)}); "
+            f"loading for {args.seconds} s")  # fmt: skip
         paths = []
+        names = ("top", "rank", "around")
         for i in range(3000):
             who = random.choice(players)
             kind = i % 3
@@ -163,20 +198,36 @@ def main() -> int:
             else:
                 paths.append(f"/v1/around?player={who}&k=5".encode())
         rated_before = _metric(consume_port, "adr_events_counted_total")
+        cache_before = _cache_counts(serve_port)
+        cpu_before = _cpu_s(procs["serve"].pid)
         latencies: list[float] = []
         errors: list[int] = []
+        kinds: list[int] = []
 
         async def load() -> float:
             start = time.perf_counter()
             until = start + args.seconds
             await asyncio.gather(*(
-                _client("127.0.0.1", serve_port, paths, until, latencies, errors)
+                _client("127.0.0.1", serve_port, paths, until, latencies, errors, kinds)
                 for _ in range(args.connections)
             ))  # fmt: skip
             return time.perf_counter() - start
 
         elapsed = asyncio.run(load())
+        server_cpu = _cpu_s(procs["serve"].pid) - cpu_before
         rated = _metric(consume_port, "adr_events_counted_total") - rated_before
+        cache = {o: int(n - cache_before[o]) for o, n in _cache_counts(serve_port).items()}
+        by_kind: dict[str, list[float]] = {n: [] for n in names}
+        for latency, path_index in zip(latencies, kinds, strict=True):
+            by_kind[names[path_index % 3]].append(latency)
+        per_kind = {}
+        for name, values in by_kind.items():
+            values.sort()
+            per_kind[name] = {
+                "requests": len(values),
+                "p50_ms": round(1000 * _percentile(values, 0.50), 2) if values else None,
+                "p99_ms": round(1000 * _percentile(values, 0.99), 2) if values else None,
+            }
         latencies.sort()
         result = {
             "date": time.strftime("%Y-%m-%d", time.gmtime()),
@@ -186,6 +237,10 @@ def main() -> int:
             "p99_ms": round(1000 * _percentile(latencies, 0.99), 2),
             "max_ms": round(1000 * latencies[-1], 2),
             "non_200": len(errors),
+            "server_cpu_ms_per_request": round(1000 * server_cpu / max(1, len(latencies)), 3),
+            "answer_cache": cache,
+            "per_kind": per_kind,
+            "answer_cache_ttl_s": args.answer_cache_ttl,
             "connections": args.connections,
             "seconds": round(elapsed, 1),
             "placed_players": client.zcard(keys.lb),

@@ -139,6 +139,13 @@ class Keys:
         return f"{self.prefix}history:{player_id}"
 
     @property
+    def meta(self) -> str:
+        """The studio's per-player metadata (a hash: field = player id, value =
+        redis_layout/meta_codec.py): written by `adr meta`, read by `adr serve`; no part of the
+        ratings (the consumer never touches it)."""
+        return self.prefix + "meta"
+
+    @property
     def seasons(self) -> str:
         """The closed seasons (a zset: member = season id, score = closing time, ms)."""
         return self.prefix + "seasons"

@@ -16,6 +16,7 @@ import redis
 from litestar import Litestar, MediaType, Request, Response, get
 from litestar.exceptions import ValidationException
 from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.params import Parameter, PathParameter
 from litestar.static_files import create_static_files_router
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
@@ -25,6 +26,7 @@ from redis_layout import CorruptValue, LayoutError, UnknownLayout, check_layout
 from redis_layout.keys import Keys
 from runtime import redact_text
 from runtime.logs import RepeatThrottle
+from serve._answer_cache import AnswerCache
 from serve._config import Config
 from serve._cursor import decode_cursor, encode_cursor
 from serve._errors import BadCursor
@@ -43,6 +45,8 @@ from serve._models import (
     TiesName,
     TopPage,
 )
+from serve._tiers import read_tiers
+from serve.meta import MetaReader
 from serve.seasons import (
     SeasonError,
     check_season_id,
@@ -65,6 +69,10 @@ def create_app(config: Config, client: redis.Redis, registry: CollectorRegistry)
     boards = {ties: Board(client, config.namespace, ties) for ties in ("unique", "shared")}
     keys = Keys.of(config.namespace)
     metrics = Metrics(registry)
+    meta_reader = MetaReader(
+        client, keys, config.answer_cache_ttl, metrics.meta_unreadable.labels_inc
+    )
+    answer_cache = AnswerCache(config.answer_cache_ttl, config.answer_cache_bytes, registry)
     live_cache = f"public, max-age={config.cache_max_age}"
     id_help = f"a player id, 1-{config.max_id_bytes} bytes of UTF-8"
     Player = Annotated[str, Parameter(description=id_help, min_length=1)]
@@ -72,6 +80,11 @@ def create_app(config: Config, client: redis.Redis, registry: CollectorRegistry)
         int,
         Parameter(ge=1, le=config.max_page_size, description="rows (at most the server's limit)"),
     ]
+
+    def with_meta(entries: list[Entry]) -> list[Row]:
+        """The rows with each player's metadata (one HMGET; none when there are no rows)."""
+        metas = meta_reader.read([e.player for e in entries])
+        return [Row(e.rank, e.player, e.mu, e.tier, m) for e, m in zip(entries, metas, strict=True)]
 
     def board(ties: str | None) -> tuple[TiesName, Board]:
         name: TiesName = ties or config.ties  # type: ignore[assignment]
@@ -95,12 +108,12 @@ def create_app(config: Config, client: redis.Redis, registry: CollectorRegistry)
         after = None if cursor is None else decode_cursor(cursor, config.max_id_bytes)
         page = b.page(after, limit)
         nxt = None if page.next_after is None else encode_cursor(*page.next_after)
-        return _cached(request, TopPage(name, _rows(page.entries), nxt), live_cache)
+        return _cached(request, TopPage(name, with_meta(page.entries), nxt), live_cache)
 
     @get("/v1/rank", sync_to_thread=True, summary="One player's rank, μ and tier")
     def rank(request: Request[Any, Any, Any], player: Player, ties: _Ties = None) -> Response[Row]:
         _, b = board(ties)
-        return _cached(request, _row(b.rank(player_id(player))), live_cache)
+        return _cached(request, with_meta([b.rank(player_id(player))])[0], live_cache)
 
     @get("/v1/around", sync_to_thread=True, summary="The placed players within k ranks of one")
     def around(
@@ -110,7 +123,7 @@ def create_app(config: Config, client: redis.Redis, registry: CollectorRegistry)
         ties: _Ties = None,
     ) -> Response[Rows]:
         name, b = board(ties)
-        return _cached(request, Rows(name, _rows(b.around(player_id(player), k))), live_cache)
+        return _cached(request, Rows(name, with_meta(b.around(player_id(player), k))), live_cache)
 
     @get("/v1/friends", sync_to_thread=True, summary="The placed players among the ids, best first")
     def friends(
@@ -127,7 +140,7 @@ def create_app(config: Config, client: redis.Redis, registry: CollectorRegistry)
     ) -> Response[Rows]:
         name, b = board(ties)
         ids = [player_id(i, "id") for i in id]
-        return _cached(request, Rows(name, _rows(b.friends(ids))), live_cache)
+        return _cached(request, Rows(name, with_meta(b.friends(ids))), live_cache)
 
     @get("/v1/profile", sync_to_thread=True, summary="A player's standing, state and history")
     def profile(
@@ -136,28 +149,23 @@ def create_app(config: Config, client: redis.Redis, registry: CollectorRegistry)
         name, b = board(ties)
         p = b.profile(player_id(player), config.history_points)
         points = [Point(h.epoch, h.seq, h.ts, h.mu, h.sigma, h.tier) for h in p.history]
+        (meta,) = meta_reader.read([p.player])
         answer = PlayerProfile(
-            name, p.player, p.rank, p.mu, p.sigma, p.tier, p.events, p.last_ts, p.version, points
-        )
+            name, p.player, p.rank, p.mu, p.sigma, p.tier, p.events, p.last_ts, p.version, points,
+            meta,
+        )  # fmt: skip
         return _cached(request, answer, live_cache)
+
+    layout_checked: list[bool] = []
 
     @get("/v1/tiers", sync_to_thread=True, summary="Players per tier and the tier boundaries")
     def tiers(request: Request[Any, Any, Any]) -> Response[Tiers]:
-        b = boards["unique"]
-        table = b.tiers(config.params.tier_shares)
-        published = b.boundaries()
-        bounds = published.boundaries or []
-        rows = [
-            TierRow(
-                r.tier,
-                r.players,
-                r.share,
-                r.target_share,
-                bounds[i] if i < len(bounds) else None,
-            )
-            for i, r in enumerate(table.rows)
-        ]
-        answer = Tiers(table.placed, table.tracked, published.version, published.computed_at, rows)
+        if not layout_checked:  # as a Board checks it, once: an unknown layout is a 503
+            check_layout(client, keys)
+            layout_checked.append(True)
+        state = read_tiers(client, keys, config.params.tier_shares)
+        rows = [TierRow(*row) for row in state.counts]
+        answer = Tiers(state.placed, state.tracked, state.version, state.computed_at, rows)
         return _cached(request, answer, live_cache)
 
     archive_cache = "public, max-age=86400"
@@ -204,7 +212,7 @@ def create_app(config: Config, client: redis.Redis, registry: CollectorRegistry)
         after = None if cursor is None else decode_cursor(cursor, config.max_id_bytes)
         page = b.page(after, limit)
         nxt = None if page.next_after is None else encode_cursor(*page.next_after)
-        return _cached(request, TopPage(name, _rows(page.entries), nxt), archive_cache)
+        return _cached(request, TopPage(name, with_meta(page.entries), nxt), archive_cache)
 
     @get("/v1/seasons/{season:str}/rank", sync_to_thread=True, summary="A player's final standing")
     def season_rank(
@@ -214,7 +222,7 @@ def create_app(config: Config, client: redis.Redis, registry: CollectorRegistry)
         ties: _Ties = None,
     ) -> Response[Row]:
         _, b = archived(season, ties)
-        return _cached(request, _row(b.rank(player_id(player))), archive_cache)
+        return _cached(request, with_meta([b.rank(player_id(player))])[0], archive_cache)
 
     @get("/livez", sync_to_thread=False, include_in_schema=False)
     def livez() -> str:
@@ -263,11 +271,15 @@ def create_app(config: Config, client: redis.Redis, registry: CollectorRegistry)
             static,
         ],
         exception_handlers=handlers,  # type: ignore[arg-type]
-        middleware=[metrics.middleware],
+        middleware=[metrics.middleware, answer_cache.middleware],
         openapi_config=OpenAPIConfig(
             title="adr-stream leaderboard API",
             version="1",
             description="Read-only leaderboards of one rating pool (docs/api.md).",
+            # The document as JSON only, at /schema and /schema/openapi.json: the HTML viewers
+            # Litestar offers (ReDoc by default) load their scripts from a CDN, which a page of
+            # this server must not make a browser fetch.
+            render_plugins=[JsonRenderPlugin(path=["/", "/openapi.json"])],
         ),
         logging_config=None,
     )
@@ -281,14 +293,6 @@ def readiness(client: redis.Redis, keys: Keys) -> tuple[bool, str]:
     except (redis.RedisError, LayoutError) as exc:
         return False, redact_text(str(exc))
     return True, f"pool {keys.namespace}"
-
-
-def _row(e: Entry) -> Row:
-    return Row(e.rank, e.player, e.mu, e.tier)
-
-
-def _rows(entries: list[Entry]) -> list[Row]:
-    return [Row(e.rank, e.player, e.mu, e.tier) for e in entries]
 
 
 def _cached(request: Request[Any, Any, Any], answer: object, cache_control: str) -> Response[Any]:

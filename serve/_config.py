@@ -70,6 +70,16 @@ class Config:
     cache_max_age: int = setting(
         2, env="ADR_SERVE_CACHE_MAX_AGE", help="seconds a live answer may be cached"
     )
+    answer_cache_ttl: float = setting(
+        1.0,
+        env="ADR_SERVE_ANSWER_CACHE_TTL",
+        help="seconds the server keeps an answer to serve it again (0: no answer cache)",
+    )
+    answer_cache_bytes: int = setting(
+        32 * 1024 * 1024,
+        env="ADR_SERVE_ANSWER_CACHE_BYTES",
+        help="most bytes of answers the answer cache keeps",
+    )
     redis_connections: int = setting(
         64, env="ADR_SERVE_REDIS_CONNECTIONS", help="most Redis connections of the pool"
     )
@@ -92,9 +102,14 @@ class Config:
         if self.threads > self.redis_connections:
             # each thread may hold a connection; redis-py refuses one past the pool's size
             raise ServeError("--threads must be <= --redis-connections")
-        for name in ("history_points", "cache_max_age", "port", "metrics_port"):
+        for name in (
+            "history_points", "cache_max_age", "port", "metrics_port", "answer_cache_bytes"
+        ):  # fmt: skip
             if getattr(self, name) < 0:
                 raise ServeError(f"--{name.replace('_', '-')} must be >= 0")
+
+        if not 0 <= self.answer_cache_ttl <= 60:
+            raise ServeError("--answer-cache-ttl must be between 0 and 60 s")
 
     def __repr__(self) -> str:
         return settings_repr(self)

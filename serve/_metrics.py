@@ -13,6 +13,16 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 
+class _LabelCounter:
+    """A labelled counter with `labels_inc(label)`: a callback for one-label counts."""
+
+    def __init__(self, counter: Counter) -> None:
+        self.counter = counter
+
+    def labels_inc(self, label: str) -> None:
+        self.counter.labels(label).inc()
+
+
 class Metrics:
     def __init__(self, registry: CollectorRegistry) -> None:
         self.requests = Counter(
@@ -38,6 +48,18 @@ class Metrics:
         )
         for reason in ("redis", "denied", "layout", "corrupt"):
             self.failures.labels(reason)
+        self.meta_unreadable = _LabelCounter(
+            Counter(
+                "adr_serve_meta_unreadable",
+                "Stored metadata values left out of an answer (corrupt: breaks the layout's "
+                "limits, written past `adr meta`; version: a metadata layout this release does "
+                "not know)",
+                ["reason"],
+                registry=registry,
+            )
+        )
+        for reason in ("corrupt", "version"):
+            self.meta_unreadable.counter.labels(reason)
 
     def middleware(self, app: ASGIApp) -> ASGIApp:
         """Times every HTTP request of a route (its template, so ids make no new series)."""

@@ -8,6 +8,7 @@ from typing import Literal
 import msgspec
 
 TiesName = Literal["unique", "shared"]
+MetaValue = str | int | float | bool | None
 
 
 class Row(msgspec.Struct, frozen=True):
@@ -16,6 +17,9 @@ class Row(msgspec.Struct, frozen=True):
     player: str
     mu: float
     tier: str | None
+    meta: dict[str, MetaValue] | None = None
+    """The studio's metadata of the player (`adr meta`; display_name, country, ...); null when
+    it has none (docs/api.md, "Per-player metadata")."""
 
 
 class TopPage(msgspec.Struct, frozen=True):
@@ -53,6 +57,8 @@ class PlayerProfile(msgspec.Struct, frozen=True):
     version: int
     history: list[Point]
     """The newest rating changes, oldest first (at most the server's history_points)."""
+    meta: dict[str, MetaValue] | None = None
+    """As in a Row."""
 
 
 class TierRow(msgspec.Struct, frozen=True):

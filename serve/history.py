@@ -11,7 +11,10 @@ Order and redelivery: the topic is keyed by player, so one player's changes arri
 one partition; the append script (history_append.lua) keeps only changes above the list's last
 (epoch, seq), so a change delivered again (a restart before the commit, a rebalance, the
 consumer's at-least-once relay) changes nothing, and a newer epoch's change replaces the
-changes the pool lost. Offsets are committed after the batch is in Redis: at least once into an
+changes the pool lost. Each list written also gets its time to live again (`--ttl`, 30 days by
+default): a player who has no rating change for that long loses the list, so the lists of players
+who stopped playing do not stay in Redis for ever (their profile then shows no history; the next
+change starts a new list). Offsets are committed after the batch is in Redis: at least once into an
 idempotent write. A change without a seq (a producer before seq) has no order and is skipped,
 as is a message that does not decode (counted and logged, rate-limited; this view has no
 dead-letter topic: the consumer's own DLQ holds bad kill events, and the topic's messages are the
@@ -48,18 +51,23 @@ def history_point(change: RatingChange) -> HistoryPoint:
 class HistoryStore:
     """Appends rating changes to the players' history lists of one pool."""
 
-    def __init__(self, client: redis.Redis, namespace: str, points: int) -> None:
+    def __init__(self, client: redis.Redis, namespace: str, points: int, ttl_s: float = 0) -> None:
+        """`ttl_s`: each list written lives this long after its last write (0: for ever)."""
         if points < 1:
             raise ValueError("a history keeps at least 1 point")
+        if ttl_s < 0:
+            raise ValueError("a history's time to live is >= 0 s")
         self._r = client
         self._keys = Keys.of(namespace)
         self._points = points
+        self._ttl_ms = round(ttl_s * 1000)
         self._append = client.register_script(scripts.HISTORY_APPEND)
 
     def append(self, changes: Iterable[RatingChange]) -> int:
         """Append the changes (in their order per player), one script call per player, pipelined
         (not a transaction: each player's call is atomic, and a batch written twice changes
-        nothing). Returns how many points were new."""
+        nothing), each followed by the list's PEXPIRE when there is a time to live. Returns how
+        many points were new."""
         by_player: dict[str, list[str]] = {}
         for change in changes:
             by_player.setdefault(change.player, []).append(
@@ -69,10 +77,13 @@ class HistoryStore:
             return 0
         pipe = self._r.pipeline(transaction=False)
         for player, points in by_player.items():
-            self._append(
-                keys=[self._keys.history(player)], args=[self._points, *points], client=pipe
-            )
-        return sum(int(n) for n in pipe.execute())
+            key = self._keys.history(player)
+            self._append(keys=[key], args=[self._points, *points], client=pipe)
+            if self._ttl_ms:
+                pipe.pexpire(key, self._ttl_ms)
+        answers = pipe.execute()
+        step = 2 if self._ttl_ms else 1
+        return sum(int(n) for n in answers[::step])
 
 
 class HistoryMetrics:

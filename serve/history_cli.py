@@ -53,6 +53,11 @@ class HistoryConfig:
     group: str = setting("adr-history", env="ADR_HISTORY_GROUP", help="Kafka consumer group")
     points: int = setting(50, env="ADR_HISTORY_POINTS", help="changes kept per player (newest)")
     batch: int = setting(500, env="ADR_HISTORY_BATCH", help="messages per read and write")
+    ttl: float = setting(
+        30 * 86_400.0,
+        env="ADR_HISTORY_TTL",
+        help="seconds a player's list lives after its last change (0: for ever)",
+    )
     metrics_port: int = setting(
         9110, env="ADR_METRICS_PORT", help="port of /metrics, /healthz, /readyz (0: none)"
     )
@@ -79,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
         )
         if config.points < 1 or config.batch < 1:
             raise RuntimeConfigError("--points and --batch must be >= 1")
+        if not config.ttl >= 0:
+            raise RuntimeConfigError("--ttl must be >= 0")
         client = connect(config.redis_url, config.namespace)
         consumer = Consumer(
             config.kafka.apply(
@@ -99,10 +106,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"adr history: Redis: {redact_text(str(exc))}", file=sys.stderr)
         return EXIT_UNAVAILABLE
     registry = CollectorRegistry()
-    reader = HistoryReader(
-        consumer, HistoryStore(client, config.namespace, config.points), HistoryMetrics(registry),
-        batch=config.batch,
-    )  # fmt: skip
+    store = HistoryStore(client, config.namespace, config.points, config.ttl)
+    reader = HistoryReader(consumer, store, HistoryMetrics(registry), batch=config.batch)
     if config.metrics_port:
         try:
             serve_probes(

@@ -46,7 +46,7 @@ _REDIS_ROLE = {
     "consume": "consumer",
     "calibrate": "tierjob",
     "serve": "reader",
-    "history": "tierjob",
+    "history": "history",
 }
 """Which ACL user's Redis URL each child gets (deploy/redis/acl-users.acl)."""
 _CHILD_STOP_TIMEOUT_S = 20.0
@@ -106,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         kafka = kafka_settings_from_args(args)
         bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
         redis_url = os.environ.get("REDIS_URL", "").strip()
-        urls = dict.fromkeys(("consumer", "tierjob", "reader"), redis_url)
+        urls = dict.fromkeys(("consumer", "tierjob", "reader", "history"), redis_url)
         if args.secured:
             _say("starting a secured Kafka broker (SASL_SSL) and redis-server (TLS, ACL) ...")
             secured = SecuredStack(workdir / "secured", args.namespace)

@@ -8,6 +8,7 @@ its parent, with its log in the work folder.
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -328,10 +329,15 @@ ACL_RULES: Final = Path(__file__).resolve().parent.parent / "deploy" / "redis" /
 def acl_file(namespace: str, passwords: dict[str, str]) -> str:
     """deploy/redis/acl-users.acl filled in as deploy/redis/README.md says, literally: each
     `<namespace>` replaced by `namespace` (the braces around it stay), each `<role-password>` by
-    `passwords[role]` (role: consumer, tierjob, reader): a file for `redis-server --aclfile`."""
+    `passwords[role]` (role: consumer, tierjob, reader, history, meta): a file for
+    `redis-server --aclfile`. A role left without a password is refused: its line would give
+    the user the placeholder itself as its password."""
     text = ACL_RULES.read_text().replace("<namespace>", namespace)
     for role, password in passwords.items():
         text = text.replace(f"<{role}-password>", password)
+    left = re.findall(r"<[a-z]+-password>", text)
+    if left:
+        raise ValueError(f"no password for {', '.join(sorted(set(left)))}")
     return text
 
 
@@ -361,7 +367,7 @@ class SecuredStack:
         import secrets as _secrets
 
         self.certs = make_certificates(self.workdir / "certs")
-        roles = ("consumer", "tierjob", "reader", "kafka")
+        roles = ("consumer", "tierjob", "reader", "history", "meta", "kafka")
         self.secrets = {role: _secrets.token_urlsafe(18) for role in roles}
         acl = acl_file(self.namespace, self.secrets).splitlines()
         self.redis = tls_redis(self.workdir / "redis", self.certs, ("user default off", *acl))

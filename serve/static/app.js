@@ -15,6 +15,28 @@ function cell(row, text, numeric) {
   return td;
 }
 
+// The studio's display name (`adr meta`, docs/api.md "Per-player metadata") when it has one.
+function displayName(meta) {
+  const name = meta && meta.display_name;
+  return typeof name === "string" && name.trim() ? name : null;
+}
+
+// The player's cell: the display name, with the id beside it, or the id alone. Text only, never
+// HTML: metadata is the studio's input, shown as written.
+function playerCell(row, player, meta) {
+  const td = row.insertCell();
+  const name = displayName(meta);
+  td.textContent = name ?? player;
+  if (name !== null) {
+    td.title = player;
+    const id = document.createElement("span");
+    id.className = "muted player-id";
+    id.textContent = ` ${player}`;
+    td.append(id);
+  }
+  return td;
+}
+
 async function api(path, params) {
   const query = new URLSearchParams();
   for (const [key, value] of Object.entries(params || {})) {
@@ -36,7 +58,7 @@ async function showBoard() {
       const row = body.insertRow();
       row.dataset.player = r.player;
       cell(row, r.rank ?? "–", true);
-      cell(row, r.player);
+      playerCell(row, r.player, r.meta);
       cell(row, r.mu.toFixed(1), true);
       cell(row, r.tier ?? "No tier");
       row.addEventListener("click", () => showPlayer(r.player));
@@ -125,12 +147,20 @@ async function showPlayer(player) {
   history.replaceState(null, "", url);
   try {
     const p = await api("v1/profile", { player, ties: state.ties });
+    const name = displayName(p.meta);
+    if (name !== null) {
+      $("#profile-title").textContent = name;
+      fact("Player id", p.player);
+    }
     fact("Rank", p.rank ?? "not placed yet");
     fact("Rating (μ)", p.mu.toFixed(1));
     fact("Uncertainty (σ)", p.sigma === null ? "–" : p.sigma.toFixed(1));
     fact("Tier", p.tier ?? "No tier");
     fact("Counted events", p.events);
     fact("Last seen", p.last_seen_ms === null ? "–" : new Date(p.last_seen_ms).toLocaleString());
+    for (const [key, value] of Object.entries(p.meta || {})) {
+      if (key !== "display_name") fact(key, value === null ? "–" : String(value));
+    }
     drawChart(p.history);
   } catch (err) {
     fact("Error", err.message);

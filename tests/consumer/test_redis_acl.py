@@ -19,7 +19,13 @@ from engine import Params
 from redis_layout import LAYOUT_VERSION, Keys
 from stack.secured import acl_setuser_commands, plain_redis
 
-SECRET = {"consumer": "c-9d2f", "tierjob": "t-41aa", "reader": "r-77e0"}
+SECRET = {
+    "consumer": "c-9d2f",
+    "tierjob": "t-41aa",
+    "reader": "r-77e0",
+    "history": "h-05c3",
+    "meta": "m-e19b",
+}
 EVENTS = 3_000
 
 
@@ -36,7 +42,9 @@ def test_each_process_works_with_exactly_its_rules(
     try:
         ns = unique_name("ns")
         commands = acl_setuser_commands(ns, SECRET)
-        assert [c[2] for c in commands] == ["adr-consumer", "adr-tierjob", "adr-reader"]
+        assert [c[2] for c in commands] == [
+            "adr-consumer", "adr-tierjob", "adr-reader", "adr-history", "adr-meta"
+        ]  # fmt: skip
         for command in commands:
             admin.execute_command(*command)
         admin.execute_command("ACL", "SETUSER", "admin", "on", ">adm", "~*", "&*", "+@all")

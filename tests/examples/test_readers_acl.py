@@ -34,7 +34,13 @@ pytestmark = pytest.mark.integration
 
 NAMESPACE = "adr"
 """The README's own example namespace: this server holds nothing else."""
-PASSWORDS = {"CONSUMER_PW": "c-5e1f", "TIERJOB_PW": "t-0b7a", "READER_PW": "r-93c4"}
+PASSWORDS = {
+    "CONSUMER_PW": "c-5e1f",
+    "TIERJOB_PW": "t-0b7a",
+    "READER_PW": "r-93c4",
+    "HISTORY_PW": "h-2d81",
+    "META_PW": "m-6a0e",
+}
 
 # (player, μ, tier label or "" while unplaced); bob and carol tie on μ.
 PLAYERS = [

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry
 
 from redis_layout import Keys, stamp_layout
 from redis_layout.history_codec import HistoryPoint, encode_history_point
+from redis_layout.meta_codec import encode_meta
 from serve import Config, create_app
 from stack import RedisServer
 from stack._ports import free_port
@@ -42,6 +43,12 @@ PLAYERS = [
 ]
 ORDER = ["alice", "carol", "bob", "dave", "dan", "erin", "x\U0001f600"]
 BOUNDARIES = [1400.0 - 25.0 * i for i in range(14)]
+META = {
+    "alice": {"display_name": "Alice \u2603", "country": "DE", "level": 40, "pro": True},
+    "x\U0001f600": {"display_name": "\u00e9\U0001f600 <b>&amp;</b>", "avatar": None},
+    "frank": {"display_name": "Frank"},
+}
+"""The studio's metadata (`adr meta`) of three players; the others have none."""
 HISTORY = [
     HistoryPoint(0, s, 1_000 * s, 1000.0 + 40.0 * s, 350.0 - 20.0 * s, None) for s in range(1, 9)
 ]
@@ -82,6 +89,7 @@ def seed(admin: redis.Redis, keys: Keys) -> None:
         mapping={"version": "3", "computed_at": "1234", "boundaries": json.dumps(BOUNDARIES)},
     )
     admin.rpush(keys.history("alice"), *(encode_history_point(p) for p in HISTORY))
+    admin.hset(keys.meta, mapping={p: encode_meta(m) for p, m in META.items()})
 
 
 def reader_url(port: int) -> str:
@@ -99,7 +107,12 @@ def reader(acl_server: RedisServer) -> Iterator[redis.Redis]:
 
 @pytest.fixture(scope="package")
 def api(reader: redis.Redis) -> Iterator[TestClient]:  # type: ignore[type-arg]
-    config = Config(namespace=NAMESPACE, history_points=5, max_page_size=50, max_friends=10)
+    # no answer cache: tests change the pool and read it back at once (test_answer_cache.py
+    # tests the cache)
+    config = Config(
+        namespace=NAMESPACE, history_points=5, max_page_size=50, max_friends=10,
+        answer_cache_ttl=0,
+    )  # fmt: skip
     with TestClient(create_app(config, reader, CollectorRegistry())) as client:
         yield client
 

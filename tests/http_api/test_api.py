@@ -4,6 +4,7 @@ pages and their cursors, the tie policies, the caching headers, the limits on ev
 
 from __future__ import annotations
 
+import time
 from typing import Any
 from urllib.parse import quote
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from litestar.testing import TestClient
 
 from serve import encode_cursor
-from tests.http_api.conftest import BOUNDARIES, HISTORY, ORDER, PLAYERS
+from tests.http_api.conftest import BOUNDARIES, HISTORY, META, ORDER, PLAYERS
 
 pytestmark = pytest.mark.integration
 
@@ -23,7 +24,8 @@ TIER = {p: t or None for p, _, t in PLAYERS}
 
 
 def _row(rank: int | None, player: str) -> dict[str, Any]:
-    return {"rank": rank, "player": player, "mu": MU[player], "tier": TIER[player]}
+    meta = META.get(player)
+    return {"rank": rank, "player": player, "mu": MU[player], "tier": TIER[player], "meta": meta}
 
 
 def test_top_walks_the_board_in_pages_with_cursors(api: TestClient) -> None:  # type: ignore[type-arg]
@@ -62,6 +64,7 @@ def test_rank_around_friends_profile_and_tiers(api: TestClient) -> None:  # type
     assert profile | {"history": None} == {
         "ties": "unique", "player": "alice", "rank": 1, "mu": 1500.5, "sigma": 80.0,
         "tier": "1H", "events": 30, "last_seen_ms": 1700, "version": 30, "history": None,
+        "meta": META["alice"],
     }  # fmt: skip
     assert [(p["seq"], p["mu"]) for p in profile["history"]] == [
         (h.seq, h.mu) for h in HISTORY[-5:]
@@ -137,6 +140,7 @@ def test_probes_metrics_and_the_openapi_document(api: TestClient) -> None:  # ty
     assert 'adr_serve_requests_total{code="200",route="/v1/rank"}' in metrics
     assert "adr_serve_request_seconds_bucket" in metrics
     doc = api.get("/schema/openapi.json").json()
+    assert api.get("/schema").json() == doc  # JSON only: no viewer page that loads a CDN
     assert {"/v1/top", "/v1/rank", "/v1/around", "/v1/friends", "/v1/profile", "/v1/tiers"} <= set(
         doc["paths"]
     )
@@ -146,6 +150,7 @@ def test_every_read_was_allowed_to_the_read_only_user(
     api: TestClient,  # type: ignore[type-arg]
     admin: redis.Redis,
 ) -> None:
+    admin.acl_log_reset()  # other tests' refusals on purpose
     for path, params in [
         ("/v1/top", {"limit": 3}),
         ("/v1/rank", {"player": "bob"}),
@@ -237,6 +242,9 @@ def test_redis_down_is_a_503_and_not_ready() -> None:
         ({"page_size": 300}, "<= --max-page-size"),
         ({"threads": 100}, "<= --redis-connections"),
         ({"port": -1}, "--port"),
+        ({"answer_cache_ttl": -1}, "--answer-cache-ttl"),
+        ({"answer_cache_ttl": 61}, "--answer-cache-ttl"),
+        ({"answer_cache_bytes": -1}, "--answer-cache-bytes"),
     ],
 )
 def test_settings_that_cannot_be_used_are_refused(settings: dict[str, Any], why: str) -> None:
@@ -244,3 +252,38 @@ def test_settings_that_cannot_be_used_are_refused(settings: dict[str, Any], why:
 
     with pytest.raises(ServeError, match=why):
         Config(**settings)
+
+
+def test_tiers_is_one_read_of_one_state(
+    api: TestClient,  # type: ignore[type-arg]
+    admin: redis.Redis,
+) -> None:
+    """/v1/tiers sends Redis one command (a read-only script that reads the counts, the tracked
+    count and the boundaries), not a script and then a read: MONITOR shows what the app sent."""
+    import threading
+
+    api.get("/v1/tiers")  # the layout check of the first read is behind us
+    seen: list[dict[str, Any]] = []
+    ready = threading.Event()
+
+    def watch() -> None:
+        with admin.monitor() as monitor:
+            ready.set()
+            for command in monitor.listen():
+                if command["command"] == "ECHO end-of-tiers":
+                    return
+                seen.append(command)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    assert ready.wait(10)
+    time.sleep(0.2)  # MONITOR is registered once its reply is read
+    assert api.get("/v1/tiers").status_code == 200
+    redis.Redis(connection_pool=admin.connection_pool).echo("end-of-tiers")
+    watcher.join(10)
+    handshake = {"HELLO", "CLIENT", "AUTH"}  # the ECHO's new connection
+    sent = [c["command"].split()[0].upper() for c in seen if c.get("client_type") != "lua"]
+    sent = [c for c in sent if c not in handshake]
+    inside = {c["command"].split()[0].upper() for c in seen if c.get("client_type") == "lua"}
+    assert sent in (["EVALSHA_RO"], ["EVALSHA_RO", "EVAL_RO"]), seen
+    assert {"HGETALL", "HGET", "HMGET"} <= inside

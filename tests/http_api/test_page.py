@@ -17,6 +17,7 @@ import redis
 from engine import TIER_LABELS
 from redis_layout import Keys, stamp_layout
 from redis_layout.history_codec import HistoryPoint, encode_history_point
+from redis_layout.meta_codec import encode_meta
 from tests.http_api.conftest import running_serve
 
 pytestmark = pytest.mark.integration
@@ -24,6 +25,12 @@ pytestmark = pytest.mark.integration
 CHROMIUM = shutil.which("chromium")
 PLAYERS = {f"p{i:02d}": 2000.0 - 10.0 * i for i in range(45)}  # p00 best
 ORDER = sorted(PLAYERS, key=lambda p: (PLAYERS[p], p.encode()), reverse=True)
+META = {
+    "p00": {"display_name": "Zo\u00eb <b>\u2603</b>"},  # shown as text, never as HTML
+    "p07": {"display_name": "Seven", "country": "SE", "level": 12},
+    "p03": {"country": "FR"},  # no display name: the id alone
+}
+SHOWN = {p: f"{m['display_name']} {p}" for p, m in META.items() if "display_name" in m}
 
 
 class _Cells(HTMLParser):
@@ -101,6 +108,7 @@ def pool(redis_url: str) -> tuple[str, Keys]:
     history = [HistoryPoint(0, s, 1764800000000 + 60_000 * s, 1000.0 + 25.0 * s + (s % 3) * 7,
                             300.0 - 5 * s, None) for s in range(1, 31)]  # fmt: skip
     admin.rpush(keys.history("p07"), *(encode_history_point(p) for p in history))
+    admin.hset(keys.meta, mapping={p: encode_meta(m) for p, m in META.items()})
     stamp_layout(admin, keys)
     admin.close()
     return redis_url, keys
@@ -112,10 +120,12 @@ def test_the_page_shows_the_board_a_player_and_the_tiers(
     url, keys = pool
     with running_serve(url, "--namespace", keys.namespace, "--history-points", "30") as (base, _):
         board = _render(f"{base}/?player=p07", "board", tmp_path / "a")
-        assert [r[1] for r in board.rows] == ORDER[:20]
+        assert [r[1] for r in board.rows] == [SHOWN.get(p, p) for p in ORDER[:20]]
+        assert board.rows[0][1] == "Zo\u00eb <b>\u2603</b> p00"  # the markup as text
         assert [r[0] for r in board.rows] == [str(i) for i in range(1, 21)]
         assert board.rows[0][2] == "2000.0"
-        assert board.facts[:2] == ["8", f"{PLAYERS['p07']:.1f}"]  # rank, μ
+        assert board.facts[:3] == ["p07", "8", f"{PLAYERS['p07']:.1f}"]  # id, rank, μ
+        assert board.facts[-2:] == ["SE", "12"]  # the other metadata fields
         assert board.polyline is not None and len(board.polyline.split()) == 30
         second = _render(f"{base}/?page=2", "board", tmp_path / "b")
         assert [r[1] for r in second.rows] == ORDER[20:40]
