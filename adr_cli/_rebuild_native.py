@@ -31,9 +31,11 @@ def _load() -> tuple[ModuleType | None, str | None]:
         core = importlib.import_module("adr_cli._rebuild_core")
     except ImportError as exc:  # a pure build (no C compiler at build time), or not built in place
         return None, f"the native core is not built ({exc})"
-    source = Path(__file__).with_name("_rebuild_core.c")  # only in a source tree
+    here = Path(__file__).resolve().parent
+    source = here / "_rebuild_core.c"
     built = Path(core.__file__ or "")
-    if source.is_file() and built.is_file() and built.stat().st_mtime < source.stat().st_mtime:
+    in_checkout = (here.parent / "setup.py").is_file()  # a wheel may carry the .c too: not stale
+    if in_checkout and built.is_file() and built.stat().st_mtime < source.stat().st_mtime:
         return None, (
             "the in-place native core is older than its source (rebuild it: "
             "python -m runtime.compiled native)"
