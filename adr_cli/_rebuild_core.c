@@ -95,9 +95,9 @@ static double fsum(const double *v, size_t count) {
 }
 
 static int bitlen(unsigned __int128 x) {
-    int n = 0;
-    while (x) { n++; x >>= 1; }
-    return n;
+    uint64_t high = (uint64_t)(x >> 64), low = (uint64_t)x;
+    if (high) return 128 - __builtin_clzll(high);
+    return low ? 64 - __builtin_clzll(low) : 0;
 }
 
 /* Python's int / int for num >= 0, den > 0: correctly rounded, ties to even. */

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Final
@@ -154,8 +154,15 @@ def rate_native(
         watermarks=res["watermarks"], counted=res["counted"], resends=res["resends"],
         reused=res["reused"], snapshot=snapshot,
         players=((item[0], PlayerState(*item[1:])) for item in core.players()),
-        cooldowns=core.cooldowns(), event_ids=core.event_ids(), packed_records=core.records,
+        cooldowns=_lazy(core.cooldowns), event_ids=_lazy(core.event_ids),
+        packed_records=core.records,
     )  # fmt: skip
+
+
+def _lazy(make: Callable[[], list[Any]]) -> Iterator[Any]:
+    """The core's list, made only if read (the write takes `packed_records` instead: building
+    a tuple per record costs as much as the rating)."""
+    yield from make()
 
 
 def _slow(core: Any, m: Any, read: _rebuild_log.LogRead, now_ms: int, limits: Any) -> int:

@@ -43,7 +43,7 @@ class Rated:
     """(id, state) by id: the book's states."""
     cooldowns: Iterable[tuple[str, str, int]]
     """(attacker, victim, last counted ts) the pair table still holds, in its order."""
-    event_ids: list[tuple[str, tuple[str, str, str, int]]]
+    event_ids: Iterable[tuple[str, tuple[str, str, str, int]]]
     """(event id, (arena, attacker, victim, ts)) the rules still remember, in their order."""
     packed_records: Callable[[str, int, int], tuple[list[bytes], int, int]] | None = None
     """The native core's writer of the records (key prefix, horizon, members per command) ->

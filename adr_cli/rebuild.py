@@ -48,6 +48,7 @@ EXIT_USAGE: Final = 2
 EXIT_IN_USE: Final = 3
 KAFKA_LOG: Final = kafka_logger("adr.rebuild.kafka")
 _UNLIMITED_AGE_MS: Final = 2**62
+_WRITE_TIMEOUT_S: Final = 300.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -197,7 +198,9 @@ def run(args: argparse.Namespace) -> int:
     )  # ADR: ver (the player's rating changes) is its n, the counted kills it took part in
     keys = Keys(args.namespace)
     try:
-        client = connect_redis(args.redis_url, args.namespace)
+        # A round of bulk commands can keep a busy Redis from reading for longer than redis-py's
+        # default 5 s socket timeout (seen on a loaded machine: "Timeout writing to socket").
+        client = connect_redis(args.redis_url, args.namespace, socket_timeout=_WRITE_TIMEOUT_S)
         conf = _rebuild_log.settings(args.bootstrap_servers, args.group, extra)
         conf["logger"] = KAFKA_LOG  # librdkafka's own lines as JSON log lines
         consumer = Consumer(conf)
