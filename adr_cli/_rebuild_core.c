@@ -418,7 +418,8 @@ typedef struct {
     Eid *e;
     size_t count, cap;
     int32_t free_head, first, last;
-    int32_t *slots; /* entry + 1; linear probing with backward-shift deletion */
+    uint64_t *slots; /* 32 bits of the id's hash << 32 | entry + 1; linear probing with
+                        backward-shift deletion; the hash spares a visit to most entries */
     size_t mask, live;
     Due *heap;
     size_t heap_n, heap_cap;
@@ -426,16 +427,21 @@ typedef struct {
 } Eids;
 
 static int eids_find_slot(Eids *t, const char *id, size_t n, size_t *slot) {
-    size_t h = hash_bytes(id, n) & t->mask;
-    int32_t s;
+    uint32_t tag = (uint32_t)hash_bytes(id, n);
+    size_t h = tag & t->mask;
+    uint64_t s;
     while ((s = t->slots[h])) {
-        Eid *e = &t->e[s - 1];
-        if (e->len == n && memcmp(e->id, id, n) == 0) { *slot = h; return 1; }
+        if ((uint32_t)(s >> 32) == tag) {
+            Eid *e = &t->e[(uint32_t)s - 1];
+            if (e->len == n && memcmp(e->id, id, n) == 0) { *slot = h; return 1; }
+        }
         h = (h + 1) & t->mask;
     }
     *slot = h;
     return 0;
 }
+
+static inline int32_t eids_entry(uint64_t s) { return (int32_t)(uint32_t)s - 1; }
 
 static void due_push(Eids *t, Due d) {
     size_t i = t->heap_n++;
@@ -473,10 +479,9 @@ static void eids_delete(Eids *t, int32_t entry) {
     t->slots[i] = 0;
     for (;;) {
         j = (j + 1) & t->mask;
-        int32_t s = t->slots[j];
+        uint64_t s = t->slots[j];
         if (!s) break;
-        Eid *f = &t->e[s - 1];
-        size_t k = hash_bytes(f->id, f->len) & t->mask;
+        size_t k = (uint32_t)(s >> 32) & t->mask;
         if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
             t->slots[i] = s;
             t->slots[j] = 0;
@@ -500,12 +505,13 @@ static int eids_remember(Eids *t, const char *id, size_t n, uint32_t arena, uint
                          uint32_t victim, int64_t ts) {
     if ((t->live + 1) * 2 > t->mask + 1) {
         size_t size = (t->mask + 1) * 2;
-        int32_t *slots = calloc(size, sizeof(int32_t));
+        uint64_t *slots = calloc(size, sizeof(uint64_t));
         if (!slots) return -1;
         for (int32_t x = t->first; x >= 0; x = t->e[x].next) {
-            size_t h = hash_bytes(t->e[x].id, t->e[x].len) & (size - 1);
+            uint32_t tag = (uint32_t)hash_bytes(t->e[x].id, t->e[x].len);
+            size_t h = tag & (size - 1);
             while (slots[h]) h = (h + 1) & (size - 1);
-            slots[h] = x + 1;
+            slots[h] = ((uint64_t)tag << 32) | (uint32_t)(x + 1);
         }
         free(t->slots);
         t->slots = slots;
@@ -545,7 +551,7 @@ static int eids_remember(Eids *t, const char *id, size_t n, uint32_t arena, uint
     t->last = entry;
     size_t slot;
     eids_find_slot(t, id, n, &slot);
-    t->slots[slot] = entry + 1;
+    t->slots[slot] = ((uint64_t)(uint32_t)hash_bytes(id, n) << 32) | (uint32_t)(entry + 1);
     t->live++;
     Due d = {due_bucket_end(ts), entry};
     due_push(t, d);
@@ -1036,7 +1042,7 @@ static int rules_apply(Core *c, Event *e, int *verdict) {
     if (!late && e->attacker != e->victim) {
         size_t slot;
         if (eids_find_slot(&c->ids, e->id, e->id_len, &slot)) {
-            Eid *seen = &c->ids.e[c->ids.slots[slot] - 1];
+            Eid *seen = &c->ids.e[eids_entry(c->ids.slots[slot])];
             if (seen->arena == e->arena && seen->attacker == e->attacker &&
                 seen->victim == e->victim && seen->ts == e->ts) {
                 c->resends++;
@@ -1336,7 +1342,7 @@ static int core_init(Core *c, PyObject *args, PyObject *kw) {
     c->names.mask = 4095;
     c->names.slots = calloc(4096, sizeof(uint32_t));
     c->ids.mask = 4095;
-    c->ids.slots = calloc(4096, sizeof(int32_t));
+    c->ids.slots = calloc(4096, sizeof(uint64_t));
     c->ids.free_head = c->ids.first = c->ids.last = -1;
     c->ids.keep_ms = lateness + p->pair_memory_ms;
     Pairs *t = &c->pairs;
