@@ -18,7 +18,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from setuptools import setup
+from setuptools import Extension, setup
 from setuptools.command.build_py import build_py
 
 ROOT = Path(__file__).resolve().parent
@@ -55,7 +55,17 @@ def _extensions() -> tuple[list[Any], str]:
     # Errors only in the compiled modules: the imported ones are CI's mypy run's concern, and the
     # build environment lacks their third-party imports (redis, confluent-kafka).
     modules = mypycify(["--follow-imports=silent", *compiled.COMPILED])
-    return modules, f"mypyc {mypy.version.__version__}, {len(compiled.COMPILED)} modules"
+    # adr rebuild's native batch core (docs/native.md): plain C, no mypyc; -ffp-contract=off and no
+    # fast-math keep its doubles the pure engine's, bit for bit.
+    native = Extension(
+        compiled.NATIVE_MODULE,
+        [compiled.NATIVE_SOURCE],
+        extra_compile_args=list(compiled.NATIVE_CFLAGS),
+    )
+    return [*modules, native], (
+        f"mypyc {mypy.version.__version__}, {len(compiled.COMPILED)} modules, and the native "
+        "rebuild core"
+    )
 
 
 EXTENSIONS, WHY = _extensions()

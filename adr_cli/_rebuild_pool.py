@@ -145,6 +145,13 @@ class BulkWriter:
         if len(packed) >= self._per_round:
             self.flush()
 
+    def packed(self, commands: Iterable[bytes]) -> None:
+        """Commands packed already (as hiredis.pack_command would), flushed as `command`."""
+        for packed in commands:
+            self._packed.append(packed)
+            if len(self._packed) >= self._per_round:
+                self.flush()
+
     def variadic(self, head: tuple[Any, ...], items: Iterable[Any], width: int = 1) -> None:
         """`head + items` as commands of at most MEMBERS_PER_COMMAND groups of `width` items."""
         chunk: list[Any] = []
@@ -181,6 +188,27 @@ class Records:
     """The consumer's sweep horizon at the end (lowest watermark - lateness - pair memory,
     rounded down to a bucket's end): a record in a bucket ending at or before it is gone."""
 
+    @property
+    def counts(self) -> tuple[int, int]:
+        """(cooldown records, event-id records)."""
+        return len(self.cooldowns), len(self.event_ids)
+
+
+@dataclass(frozen=True, slots=True)
+class PackedRecords:
+    """The same records as `_write_records` packs them, already packed (the native core's)."""
+
+    commands: list[bytes]
+    counts: tuple[int, int]
+    """(cooldown records, event-id records)."""
+
+
+def sweep_horizon(lowest_watermark: int | None, keep_ms: int) -> int:
+    """The consumer's sweep horizon after the same events (`Records.horizon`)."""
+    if lowest_watermark is None:
+        return -(2**62)
+    return ((lowest_watermark - keep_ms + 1) // DUE_BUCKET_MS) * DUE_BUCKET_MS - 1
+
 
 def live_records(
     cooldowns: Iterable[tuple[str, str, int]],
@@ -190,10 +218,7 @@ def live_records(
 ) -> Records:
     """The records the consumer's write would still hold after the same events: those whose
     bucket ends after the horizon the lowest partition watermark sets (apply.lua's sweep)."""
-    if lowest_watermark is None:
-        horizon = -(2**62)
-    else:
-        horizon = ((lowest_watermark - keep_ms + 1) // DUE_BUCKET_MS) * DUE_BUCKET_MS - 1
+    horizon = sweep_horizon(lowest_watermark, keep_ms)
     return Records(
         [c for c in cooldowns if due_bucket_end(c[2]) > horizon],
         [e for e in event_ids if due_bucket_end(e[1][3]) > horizon],
@@ -207,7 +232,7 @@ def write_pool(
     topic: str,
     players: Iterable[tuple[str, S]],
     encoding: Encoding[S],
-    records: Records,
+    records: Records | PackedRecords,
     offsets: dict[int, int],
     watermarks: dict[int, int],
     snapshot: Snapshot | None,
@@ -247,7 +272,10 @@ def write_pool(
     pop = [(k, v) for k, v in pop if v]  # the consumer's HINCRBY skips a zero delta
     if pop:
         writer.command("HSET", keys.pop, *_flat(pop))
-    _write_records(writer, keys, records)
+    if isinstance(records, PackedRecords):
+        writer.packed(records.commands)
+    else:
+        _write_records(writer, keys, records)
     if offsets:
         writer.command("HSET", keys.offsets(topic), *_flat(sorted(offsets.items())))
     if watermarks:

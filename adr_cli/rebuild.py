@@ -19,13 +19,14 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 import redis
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-from adr_cli import _rebuild_log, _rebuild_pool
+from adr_cli import _rebuild_log, _rebuild_native, _rebuild_pool, _rebuild_rate
 from adr_cli.replay import _read_snapshot, _seconds_to_ms
 from consumer import ConsumerError
 from consumer.config import add_model_arguments, model_from_args
@@ -37,15 +38,14 @@ from engine import (
     ParamError,
     Params,
     RatingBook,
+    Snapshot,
     initial_snapshot,
     model_parameters,
 )
 from redis_layout import Keys, model_stamp
 from redis_layout.event_ids import (
     COOLDOWN_DUPLICATE,
-    COUNTED_EVENT,
     ID_REUSED,
-    RESENT,
     CountingRules,
 )
 from redis_layout.player_codec import player_values
@@ -61,9 +61,8 @@ EXIT_IO: Final = 1
 EXIT_USAGE: Final = 2
 EXIT_IN_USE: Final = 3
 KAFKA_LOG: Final = kafka_logger("adr.rebuild.kafka")
-_MOVES_WATERMARK: Final = frozenset({COUNTED_EVENT, COOLDOWN_DUPLICATE, RESENT})
-"""What the consumer does with an event that moves its partition's watermark (consumer/_batch)."""
 _UNLIMITED_AGE_MS: Final = 2**62
+_WRITE_TIMEOUT_S: Final = 300.0
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -172,6 +171,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"Redis commands sent per round trip (default {_rebuild_pool.COMMANDS_PER_ROUND})",
     )
     parser.add_argument(
+        "--core",
+        choices=("auto", "native", "python"),
+        default="auto",
+        help="who counts and rates: the native batch core (C, docs/native.md), the pure Python "
+        "engine (the reference), or auto: native where built and the parameters allow "
+        "(default; the started line says which and why)",
+    )
+    parser.add_argument(
         "--progress-every",
         type=float,
         default=5.0,
@@ -198,9 +205,17 @@ def run(args: argparse.Namespace) -> int:
             args.kafka_setting,
             lambda item: ParamError(f"--kafka-setting expects NAME=VALUE, got {item!r}"),
         )
+        why_not = (
+            _rebuild_native.unavailable(params, args.lateness_ms, every_ms)
+            if model.name == MODELS[0]
+            else f"the native core rates {MODELS[0]} only, not {model.name}"
+        )
+        if args.core == "native" and why_not is not None:
+            raise ParamError(f"--core native: {why_not}")
     except (ParamError, EngineError, ConsumerError, ValueError) as exc:
         _log("error", "usage", message=str(exc))
         return EXIT_USAGE
+    native = args.core != "python" and why_not is None
     book: RatingBook | ModelBook[Any]
     encoding: _rebuild_pool.Encoding[Any]
     if model.name == MODELS[0]:
@@ -219,7 +234,9 @@ def run(args: argparse.Namespace) -> int:
     stamp = model_stamp(model.name, model_parameters(model))  # {ns}:model, as `adr consume`
     keys = Keys(args.namespace)
     try:
-        client = connect_redis(args.redis_url, args.namespace)
+        # A round of bulk commands can keep a busy Redis from reading for longer than redis-py's
+        # default 5 s socket timeout (seen on a loaded machine: "Timeout writing to socket").
+        client = connect_redis(args.redis_url, args.namespace, socket_timeout=_WRITE_TIMEOUT_S)
         conf = _rebuild_log.settings(args.bootstrap_servers, args.group, extra)
         conf["logger"] = KAFKA_LOG  # librdkafka's own lines as JSON log lines
         consumer = Consumer(conf)
@@ -227,7 +244,8 @@ def run(args: argparse.Namespace) -> int:
         _log("error", "connect_failed", message=str(exc))
         return EXIT_IO
     try:
-        return _rebuild(args, client, consumer, keys, book, encoding, stamp, limits, params)
+        core = _Core(native, why_not if args.core == "auto" else "--core python", every_ms, fixed)
+        return _rebuild(args, client, consumer, keys, book, encoding, stamp, limits, params, core)
     except _rebuild_pool.NamespaceInUse as exc:
         _log("error", "namespace_in_use", namespace=args.namespace, message=str(exc))
         return EXIT_IN_USE
@@ -248,56 +266,51 @@ def _rebuild(
     stamp: str,
     limits: Limits,
     params: Params,
+    core: _Core,
 ) -> int:
     started = time.monotonic()
     recorded = json.loads(stamp)
     _log(
         "info", "started", namespace=args.namespace, topic=args.topic, model=recorded["model"],
         model_params=recorded["params"], build=compiled.state(),
+        core="native" if core.native else f"python: {core.why_not}",
     )  # fmt: skip
     _rebuild_pool.claim(client, keys, _log)
     progress = _Progress(args.progress_every, started)
     read = _rebuild_log.LogRead()
-    rules = CountingRules(book)
-    apply = rules.apply
     lateness = args.lateness_ms
-    watermarks: dict[int, int] = {}
-    verdicts: dict[str, int] = {}
-    across = 0
-    events = 0
-    for partition, _offset, e in _rebuild_log.read_log(
-        consumer, args.topic, limits, read, lambda n: progress.tick("read", n, n)
-    ):
-        ts = e.ts
-        wm = watermarks.get(partition)
-        if wm is not None and ts < wm - lateness:  # the consumer's rule, per partition
-            verdict = "late"
-        else:
-            verdict = apply(e.id, e.arena, e.attacker, e.victim, ts)
-            if verdict in _MOVES_WATERMARK:
-                if wm is None or ts > wm:
-                    watermarks[partition] = ts
-            elif verdict == "late":
-                across += 1
-        verdicts[verdict] = verdicts.get(verdict, 0) + 1
-        events += 1
+    tick = lambda n: progress.tick("read", n, n)  # noqa: E731
+    if core.native:
+        rated = _rebuild_native.rate_native(
+            consumer, args.topic, limits, read, tick, params, lateness, core.every_ms, core.fixed
+        )
+    else:
+        rules = CountingRules(book)
+        rated = _rebuild_rate.rate_pure(consumer, args.topic, limits, read, tick, rules, lateness)
+    events, verdicts, watermarks = rated.events, rated.verdicts, rated.watermarks
     rated_s = time.monotonic() - started
     _log("info", "rated", events=events, messages=read.messages, seconds=round(rated_s, 3))
     for partition, offset, reason in read.rejected_samples:
         _log("warning", "dead_letter", partition=partition, offset=offset, reason=reason)
     offsets = {p: end for p, end in read.ends.items() if end > read.starts[p]}
     lowest = min(watermarks.values()) if watermarks else None
-    records = _rebuild_pool.live_records(
-        book.cooldowns(), rules.ids.items(), lowest, lateness + params.pair_memory_ms
-    )
+    keep = lateness + params.pair_memory_ms
+    records: _rebuild_pool.Records | _rebuild_pool.PackedRecords
+    if rated.packed_records is not None:  # the native core packs them itself
+        horizon = _rebuild_pool.sweep_horizon(lowest, keep)
+        packed, n_cooldowns, n_ids = rated.packed_records(
+            keys.prefix, horizon, _rebuild_pool.MEMBERS_PER_COMMAND
+        )
+        records = _rebuild_pool.PackedRecords(packed, (n_cooldowns, n_ids))
+    else:
+        records = _rebuild_pool.live_records(rated.cooldowns, rated.event_ids, lowest, keep)
     writer = _rebuild_pool.BulkWriter(
         client, args.commands_per_round, lambda n: progress.tick("write", n, events)
     )
-    snapshot = book.snapshot if book.counted or args.snapshot else initial_snapshot(params)
+    snapshot = rated.snapshot if rated.counted or args.snapshot else initial_snapshot(params)
     players = _rebuild_pool.write_pool(
-        writer, keys, args.topic, book.iter_players(), encoding, records, offsets, watermarks,
-        snapshot,
-    )  # fmt: skip
+        writer, keys, args.topic, rated.players, encoding, records, offsets, watermarks, snapshot
+    )
     client.set(keys.model, stamp)  # the pool's model, before the switch makes it a pool
     if offsets:
         consumer.commit(
@@ -307,20 +320,29 @@ def _rebuild(
     _rebuild_pool.switch(client, keys)
     elapsed = time.monotonic() - started
     dead = dict(read.rejected)
-    if rules.reused:
-        dead[ID_REUSED] = rules.reused
+    if rated.reused:
+        dead[ID_REUSED] = rated.reused
     _log(
         "info", "rebuilt", namespace=args.namespace, topic=args.topic, model=recorded["model"],
-        events=events,
-        messages=read.messages, counted=book.counted,
-        duplicates=verdicts.get(COOLDOWN_DUPLICATE, 0) + rules.resends,
-        late=verdicts.get("late", 0), late_across_partitions=across,
+        events=events, messages=read.messages, counted=rated.counted,
+        duplicates=verdicts.get(COOLDOWN_DUPLICATE, 0) + rated.resends,
+        late=verdicts.get("late", 0), late_across_partitions=rated.across,
         dead_lettered=dict(sorted(dead.items())), players=players,
-        cooldown_records=len(records.cooldowns), event_id_records=len(records.event_ids),
+        cooldown_records=records.counts[0], event_id_records=records.counts[1],
         offsets={str(p): o for p, o in sorted(offsets.items())}, redis_commands=writer.sent,
         seconds=round(elapsed, 3), events_per_s=round(read.messages / max(elapsed, 1e-9)),
     )  # fmt: skip
     return EXIT_OK
+
+
+@dataclass(frozen=True, slots=True)
+class _Core:
+    """Which core counts and rates (--core), and what the native one needs beside the book."""
+
+    native: bool
+    why_not: str | None
+    every_ms: int
+    fixed: Snapshot | None
 
 
 class _Progress:

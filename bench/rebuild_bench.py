@@ -9,6 +9,9 @@ events/s end to end and seconds per phase (read, decode, rate = engine and count
 write = Redis bulk writes and the group commit).
 
 Usage: python bench/rebuild_bench.py [--events N] [--players N] [--partitions N]
+       [--cores python,native] [--runs N]
+(`--cores`: `adr rebuild --core` of each rebuild, default auto; each core runs `--runs` times on
+the same backlog, alternating, and the JSON has one entry per rebuild)
 (a local broker and redis-server are started unless KAFKA_BOOTSTRAP_SERVERS and REDIS_URL are
 set; ADR_COMPILED=0 runs the pure build).
 """
@@ -61,11 +64,11 @@ def decoded_read(bootstrap: str, topic: str) -> tuple[float, int]:
     return elapsed, n
 
 
-def rebuild(bootstrap: str, redis_url: str, topic: str) -> dict[str, object]:
+def rebuild(bootstrap: str, redis_url: str, topic: str, core: str) -> dict[str, object]:
     ns = f"bench-rebuild-{uuid.uuid4().hex[:8]}"
     cmd = [sys.executable, "-m", "adr_cli.main", "rebuild", "--bootstrap-servers", bootstrap,
            "--redis-url", redis_url, "--namespace", ns, "--topic", topic,
-           "--group", f"g-{ns}", "--progress-every", "0"]  # fmt: skip
+           "--group", f"g-{ns}", "--progress-every", "0", "--core", core]  # fmt: skip
     started = time.monotonic()
     # Run from outside the checkout: `-m` puts the working directory first on sys.path, where the
     # sources would shadow the compiled wheel of .venv/compiled.
@@ -78,8 +81,9 @@ def rebuild(bootstrap: str, redis_url: str, topic: str) -> dict[str, object]:
     lines = [json.loads(x) for x in done.stderr.splitlines() if x.startswith("{")]
     rated = next(x for x in lines if x["event"] == "rated")
     summary = next(x for x in lines if x["event"] == "rebuilt")
+    started_line = next(x for x in lines if x["event"] == "started")
     return {"wall_s": round(wall, 3), "rated_s": rated["seconds"], "summary": summary,
-            "build": next(x for x in lines if x["event"] == "started")["build"]}  # fmt: skip
+            "build": started_line["build"], "core": started_line.get("core")}  # fmt: skip
 
 
 def main() -> int:
@@ -88,6 +92,10 @@ def main() -> int:
     ap.add_argument("--players", type=int, default=50_000, help="distinct players (default 50000)")
     ap.add_argument("--arenas", type=int, default=1000, help="arenas, the keys (default 1000)")
     ap.add_argument("--partitions", type=int, default=1, help="partitions (default 1)")
+    ap.add_argument(
+        "--cores", default="auto", help="adr rebuild --core of each rebuild, comma-separated"
+    )
+    ap.add_argument("--runs", type=int, default=1, help="rebuilds per core (default 1)")
     args = ap.parse_args()
     stack = None
     bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
@@ -108,27 +116,34 @@ def main() -> int:
         read_s = raw_read(bootstrap, topic, args.events)
         say("read + decode")
         decode_s, n = decoded_read(bootstrap, topic)
-        say("adr rebuild")
-        result = rebuild(bootstrap, redis_url, topic)
-        total = float(result["summary"]["seconds"])  # type: ignore[index]
-        rated = float(result["rated_s"])  # type: ignore[arg-type]
-        report = {
-            "machine": f"{os.cpu_count()} cores (shared), broker + Redis + rebuild on it",
-            "build": result["build"],  # the rebuild process's
-            "events": args.events,
-            "partitions": args.partitions,
-            "rebuild_events_per_s": round(args.events / total),
-            "rebuild_seconds": total,
-            "process_wall_s": result["wall_s"],
-            "phases_s": {
-                "kafka_read": round(read_s, 3),
-                "decode": round(decode_s - read_s, 3),
-                "rate": round(rated - decode_s, 3),
-                "redis_write_and_commit": round(total - rated, 3),
-            },
-            "decoded_events": n,
-            "summary": result["summary"],
-        }
+        reports = []
+        for run in range(1, args.runs + 1):
+            for core in args.cores.split(","):
+                say(f"adr rebuild --core {core}, run {run}")
+                result = rebuild(bootstrap, redis_url, topic, core)
+                total = float(result["summary"]["seconds"])  # type: ignore[index]
+                rated = float(result["rated_s"])  # type: ignore[arg-type]
+                reports.append({
+                    "machine": f"{os.cpu_count()} cores (shared), broker + Redis + rebuild on it",
+                    "build": result["build"],  # the rebuild process's
+                    "core": result["core"],
+                    "run": run,
+                    "events": args.events,
+                    "partitions": args.partitions,
+                    "rebuild_events_per_s": round(args.events / total),
+                    "rebuild_seconds": total,
+                    "process_wall_s": result["wall_s"],
+                    "phases_s": {
+                        "kafka_read": round(read_s, 3),
+                        "decode": round(decode_s - read_s, 3),
+                        "rate": round(rated - decode_s, 3),
+                        "read_decode_rate": round(rated, 3),
+                        "redis_write_and_commit": round(total - rated, 3),
+                    },
+                    "decoded_events": n,
+                    "summary": result["summary"],
+                })  # fmt: skip
+        report = reports[0] if len(reports) == 1 else reports
         print(json.dumps(report, indent=2))
     finally:
         if stack is not None:

@@ -2,6 +2,7 @@
 
     python -m runtime.compiled status        # "compiled" or "pure: <why>"; exit 0 / 1
     python -m runtime.compiled current [VENV]  # exit 0 if VENV holds a build of these sources
+    python -m runtime.compiled native        # build adr rebuild's native core in place
 
 The build backend compiles (setup.py, as black does with mypycify): building the wheel
 (`pip install .`, `pip wheel .`, the Dockerfile) passes the COMPILED modules below to mypyc, and
@@ -82,9 +83,17 @@ COMPILED: Final = (
 """The modules mypyc compiles (paths from the project root); the one list, read by setup.py.
 engine/_state.py and schemas/ stay interpreted: their classes are msgspec Structs."""
 MODULES: Final = tuple(path.removesuffix(".py").replace("/", ".") for path in COMPILED)
+NATIVE_SOURCE: Final = "adr_cli/_rebuild_core.c"
+"""`adr rebuild`'s native batch core (docs/native.md): a C extension the compiled wheel carries
+beside the mypyc modules (setup.py), built under the same conditions (a C compiler, the Python
+headers, not ADR_COMPILED=0); without it `adr rebuild` runs its pure path."""
+NATIVE_MODULE: Final = "adr_cli._rebuild_core"
+NATIVE_CFLAGS: Final = ("-O2", "-std=gnu11", "-ffp-contract=off", "-fno-fast-math")
+"""Bit-identity with the pure engine: no fused multiply-add (-ffp-contract=off; gcc contracts
+by default), no fast-math reassociation; x86-64 and arm64 doubles are IEEE-754 binary64."""
 MANIFEST: Final = "_build.json"
 """Written by setup.py into the wheel's runtime/ package: {"compiled", "why", "sources"}."""
-_DATA: Final = (".py", ".lua", ".json", ".xml", ".properties")
+_DATA: Final = (".py", ".c", ".lua", ".json", ".xml", ".properties")
 _BUILD_FILES: Final = ("pyproject.toml", "setup.py", "constraints.txt")
 _OFF: Final = ("0", "off", "no", "false", "pure")
 _SUFFIXES: Final = (*importlib.machinery.EXTENSION_SUFFIXES, *importlib.machinery.SOURCE_SUFFIXES)
@@ -239,13 +248,57 @@ def stale_reason(venv: Path, root: Path | None = None) -> str | None:
     return None
 
 
+def build_native_inplace(root: Path | None = None) -> Path:
+    """Compile NATIVE_SOURCE next to itself (adr_cli/_rebuild_core.<suffix>.so, git-ignored) when
+    the .so is missing or older than the source, for the editable development environment (the
+    wheel builds it through setup.py). No .py of that name exists, so nothing is shadowed.
+    Raises OSError (no compiler, no headers, a compile error) with the compiler's output."""
+    import subprocess
+
+    root = root or Path(__file__).resolve().parent.parent
+    source = root / NATIVE_SOURCE
+    target = source.with_name("_rebuild_core" + (sysconfig.get_config_var("EXT_SUFFIX") or ".so"))
+    if target.is_file() and target.stat().st_mtime >= source.stat().st_mtime:
+        return target
+    reason = cannot_compile_native()
+    if reason is not None:
+        raise OSError(reason)
+    cc = shlex.split(os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc")
+    include = sysconfig.get_paths()["include"]
+    partial = target.with_suffix(".tmp")
+    command = [*cc, "-shared", "-fPIC", *NATIVE_CFLAGS, f"-I{include}", str(source), "-o",
+               str(partial), "-lm"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise OSError(f"{' '.join(command)}: {done.stderr[-2000:]}")
+    partial.replace(target)
+    return target
+
+
+def cannot_compile_native() -> str | None:
+    """Why the native core cannot be built here (no C compiler or headers), None if it can."""
+    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
+    if shutil.which(shlex.split(cc)[0]) is None:
+        return f"no C compiler ({cc})"
+    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
+        return "no Python headers (Python.h; Debian: python3-dev)"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m runtime.compiled", description=__doc__)
-    parser.add_argument("action", choices=("status", "current"))
+    parser.add_argument("action", choices=("status", "current", "native"))
     parser.add_argument(
         "venv", nargs="?", type=Path, help="current: the environment to check (default: venv())"
     )
     args = parser.parse_args(argv)
+    if args.action == "native":  # the rebuild's native core in place, for the sources' `adr`
+        try:
+            print(build_native_inplace())
+        except OSError as exc:
+            print(f"not built: {exc}", file=sys.stderr)
+            return 1
+        return 0
     if args.action == "current":
         reason = stale_reason(args.venv or venv())
         print("current" if reason is None else f"stale: {reason}")

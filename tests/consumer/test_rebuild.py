@@ -28,6 +28,39 @@ from redis_layout.player_codec import READ_FIELDS, decode_fields
 from schemas import encode_kill_event
 
 FIRST, MORE = 12_000, 4_000
+CORES = ("python", "native")
+"""adr rebuild --core: the pure path (the reference) and the native batch core (docs/native.md),
+each against the same real broker and Redis."""
+
+
+@pytest.fixture(scope="module")
+def native_built() -> None:
+    """The native core built in place for the sources' `adr` (the wheel builds its own)."""
+    from runtime import compiled
+
+    try:
+        compiled.build_native_inplace()
+    except OSError as exc:
+        if compiled.required():
+            raise
+        pytest.skip(f"native core not built: {exc}")
+
+
+def _with_core(request: pytest.FixtureRequest, core: str) -> list[str]:
+    if core == "native":
+        request.getfixturevalue("native_built")
+    return ["--core", core]
+
+
+def _assert_core(stderr: str, core: str) -> None:
+    lines = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
+    started = next(r for r in lines if r.get("event") == "started")
+    if core == "native":
+        assert started["core"] == "native"
+    else:
+        assert started["core"].startswith("python")
+
+
 MALFORMED = b"\x81\xa1v\x07not a kill event"
 
 
@@ -85,9 +118,11 @@ def _live_records(client: redis.Redis, keys: Keys) -> dict[bytes, bytes]:
     return out
 
 
+@pytest.mark.parametrize("core", CORES)
 def test_rebuild_then_consume_equals_a_consumer_of_everything(
-    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
-) -> None:
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path,
+    request: pytest.FixtureRequest, core: str,
+) -> None:  # fmt: skip
     params = Params()
     events = S.events(FIRST + MORE, players=1_500, arenas=30, seed=31)
     first, more = events[:FIRST], events[FIRST:]
@@ -101,11 +136,13 @@ def test_rebuild_then_consume_equals_a_consumer_of_everything(
     keys = Keys(ns)
     client = redis.Redis.from_url(redis_url)
     done = subprocess.run(
-        _rebuild_cmd(kafka_bootstrap, redis_url, ns, topic, group, _snapshot_file(tmp_path)),
+        _rebuild_cmd(kafka_bootstrap, redis_url, ns, topic, group, _snapshot_file(tmp_path),
+                     *_with_core(request, core)),
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout == ""
+    _assert_core(done.stderr, core)
     summary = _summary(done.stderr)
     assert summary["messages"] == FIRST + 1 and summary["events"] == FIRST
     assert client.get(keys.layout) == b"2"
@@ -327,9 +364,11 @@ def test_a_namespace_with_keys_is_refused_and_left_alone(
     client.close()
 
 
+@pytest.mark.parametrize("core", CORES)
 def test_partitions_are_merged_by_event_time_and_equal_the_replay_of_that_order(
-    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
-) -> None:
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path,
+    request: pytest.FixtureRequest, core: str,
+) -> None:  # fmt: skip
     params = Params()
     events = S.events(6_000, players=800, arenas=12, seed=33)
     topic = kafka_admin.create(unique_name("kill-events"), partitions=3)
@@ -337,9 +376,11 @@ def test_partitions_are_merged_by_event_time_and_equal_the_replay_of_that_order(
     ns, group = unique_name("ns"), unique_name("g")
     keys = Keys(ns)
     client = redis.Redis.from_url(redis_url)
-    cmd = _rebuild_cmd(kafka_bootstrap, redis_url, ns, topic, group, _snapshot_file(tmp_path))
+    cmd = _rebuild_cmd(kafka_bootstrap, redis_url, ns, topic, group, _snapshot_file(tmp_path),
+                       *_with_core(request, core))  # fmt: skip
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
+    _assert_core(done.stderr, core)
     # the order, from the log itself: per partition in offset order, merged by (ts, partition)
     by_partition: dict[int, list] = {}  # type: ignore[type-arg]
     for m in S.read_topic(kafka_bootstrap, topic, expect=len(events)):
@@ -361,9 +402,11 @@ def test_partitions_are_merged_by_event_time_and_equal_the_replay_of_that_order(
     client.close()
 
 
+@pytest.mark.parametrize("core", CORES)
 def test_records_past_the_sweep_horizon_are_the_consumers(
-    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
-) -> None:
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path,
+    request: pytest.FixtureRequest, core: str,
+) -> None:  # fmt: skip
     # lateness 60 s over 50 min of events: the consumer's sweep deletes most records, and the
     # rebuild writes only those past the horizon; both hold the same ones there
     params = Params()
@@ -374,9 +417,11 @@ def test_records_past_the_sweep_horizon_are_the_consumers(
     ns, group = unique_name("ns"), unique_name("g")
     keys = Keys(ns)
     client = redis.Redis.from_url(redis_url)
-    cmd = _rebuild_cmd(kafka_bootstrap, redis_url, ns, topic, group, _snapshot_file(tmp_path))
+    cmd = _rebuild_cmd(kafka_bootstrap, redis_url, ns, topic, group, _snapshot_file(tmp_path),
+                       *_with_core(request, core))  # fmt: skip
     done = subprocess.run([*cmd, "--lateness-ms", str(lateness)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr[-3000:]
+    _assert_core(done.stderr, core)
 
     ns_all, keys_all, client_all = S.rating_pool(redis_url, unique_name)
     config = Config(
