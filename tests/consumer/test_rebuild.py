@@ -463,7 +463,8 @@ def test_usage_errors_exit_2_before_touching_kafka_or_redis(tmp_path: Path) -> N
     for extra in (["--param", "no_such=1"], ["--snapshot", str(bad_snapshot)],
                   ["--commands-per-round", "0"], ["--lateness-ms", "-1"],
                   ["--model", "glicko3"], ["--model-param", "k=24"],  # adr takes --param
-                  ["--model", "elo", "--model-param", "no_such=1"]):  # fmt: skip
+                  ["--model", "elo", "--model-param", "no_such=1"],
+                  ["--model", "elo", "--core", "native"]):  # the core rates adr only  # fmt: skip
         done = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2, (extra, done.stderr[-2000:])
         assert '"event":"usage"' in done.stderr
