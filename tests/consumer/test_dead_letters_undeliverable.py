@@ -89,8 +89,7 @@ def _assert_resumed_and_exact(base, client, keys, topic, bootstrap, events, n_me
     book = S.replay(events, params, S.SNAPSHOT)
     S.assert_redis_equals_replay(client, keys, book, params, exact=True)
     received = [
-        decode_rating_change(m.value()).id
-        for m in S.read_topic(bootstrap, f"{topic}-ratings", idle=3)
+        decode_rating_change(m.value()).id for m in S.read_topic(bootstrap, f"{topic}-ratings")
     ]
     assert len(received) == len(set(received))  # nothing applied twice
     assert set(received) == S.change_ids(book.counted_ids)  # nothing lost
@@ -99,7 +98,7 @@ def _assert_resumed_and_exact(base, client, keys, topic, bootstrap, events, n_me
 def _assert_dead_letters(
     bootstrap: str, topic: str, messages, bad_at: list[int], reasons: list[bytes]
 ) -> None:
-    dead = S.read_topic(bootstrap, f"{topic}-dlq", expect=len(bad_at), idle=3)
+    dead = S.read_topic(bootstrap, f"{topic}-dlq")
     assert [m.value() for m in dead] == [messages[i][1] for i in bad_at]
     for m, offset, reason in zip(dead, bad_at, reasons, strict=True):
         headers = m.headers()

@@ -26,7 +26,7 @@ CLAIM_IDLE_MS = "1000"
 
 
 def _received_ids(bootstrap: str, topic: str) -> list[str]:
-    return [decode_rating_change(m.value()).id for m in S.read_topic(bootstrap, topic, idle=3)]
+    return [decode_rating_change(m.value()).id for m in S.read_topic(bootstrap, topic)]
 
 
 def test_kill_9_at_random_moments_loses_nothing_and_applies_nothing_twice(

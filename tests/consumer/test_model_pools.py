@@ -146,8 +146,7 @@ def test_model_pool_killed_mid_run_equals_the_replay(
     assert json.loads(client.get(keys.model))["model"] == name
 
     changes = [
-        decode_rating_change(m.value())
-        for m in S.read_topic(kafka_bootstrap, f"{topic}-ratings", idle=3)
+        decode_rating_change(m.value()) for m in S.read_topic(kafka_bootstrap, f"{topic}-ratings")
     ]
     assert {c.id for c in changes} == {c.id for c in changes if c.model == name}
     assert len({c.id for c in changes}) == 2 * population["counted"]  # every change, once
