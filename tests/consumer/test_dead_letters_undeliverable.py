@@ -22,7 +22,6 @@ from confluent_kafka.admin import (
 from consumer.config import Config
 from engine import Params
 from schemas import decode_rating_change, encode_kill_event
-from stack import KafkaBroker
 
 HEADERS = [("trace-id", b"t-123"), ("origin", b"game-server-7")]
 
@@ -106,18 +105,6 @@ def _assert_dead_letters(
         extra = dict(headers[len(HEADERS) :])
         assert extra["source_offset"] == str(offset).encode()
         assert extra["reason"] == reason
-
-
-@pytest.fixture(scope="module")
-def strict_broker(tmp_path_factory):
-    """A broker that does not create topics on first use (the shared one does)."""
-    broker = KafkaBroker(
-        tmp_path_factory.mktemp("strict-kafka"),
-        extra_config={"auto.create.topics.enable": "false"},
-    )
-    broker.start()
-    yield broker.bootstrap
-    broker.stop()
 
 
 def test_a_missing_dead_letter_topic_stops_the_partition_until_it_exists(

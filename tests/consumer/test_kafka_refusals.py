@@ -41,21 +41,16 @@ from consumer.config import Config
 from engine import Params
 from redis_layout import Keys
 from schemas import decode_rating_change
-from stack import KafkaBroker
 
-pytestmark = pytest.mark.integration  # starts a broker of its own
+pytestmark = pytest.mark.integration  # a broker of its own (strict_broker)
 
 ANONYMOUS = "User:ANONYMOUS"
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    kafka = KafkaBroker(
-        tmp_path_factory.mktemp("acl-kafka"), authorizer=True, auto_create_topics=False
-    )
-    kafka.start()
-    yield kafka.bootstrap
-    kafka.stop()
+@pytest.fixture
+def broker(strict_broker: str) -> str:
+    """The authorizer's broker without topic auto-creation (tests/consumer/conftest.py)."""
+    return strict_broker
 
 
 @pytest.fixture
