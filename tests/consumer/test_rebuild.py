@@ -21,7 +21,10 @@ from redis_layout import Keys
 from redis_layout.layout import UnknownLayout, check_layout
 from schemas import encode_kill_event
 
-FIRST, MORE = 12_000, 4_000
+FIRST, MORE = 6_000, 2_000
+"""The rebuilt part and the continuation: ~20 kills a player over 750 players (most placed, so
+the ranks and tier counts hold something), cooldowns and event ids spread over the 50 minutes
+of events whatever their number."""
 MALFORMED = b"\x81\xa1v\x07not a kill event"
 
 
@@ -82,7 +85,7 @@ def test_rebuild_then_consume_equals_a_consumer_of_everything(
     kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
 ) -> None:
     params = Params()
-    events = S.events(FIRST + MORE, players=1_500, arenas=30, seed=31)
+    events = S.events(FIRST + MORE, players=750, arenas=30, seed=31)
     first, more = events[:FIRST], events[FIRST:]
     topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
     items = list(S.encoded(first))
