@@ -106,6 +106,7 @@ def read_topic(
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
+            "fetch.wait.max.ms": 10,  # at the end the broker answers at once, not in 500 ms
         }
     )
     consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
