@@ -77,10 +77,16 @@ def redis_client(redis_url: str) -> Iterator[redis.Redis]:
         client.close()
 
 
+def name_tag(node: pytest.Item) -> str:
+    """The ``<test>`` part of the names :func:`unique_name` makes for the test `node`
+    (letters, digits and ``-``: safe in a Redis SCAN pattern)."""
+    return re.sub(r"[^A-Za-z0-9]+", "-", node.name).strip("-")[:40] or "test"
+
+
 @pytest.fixture
 def unique_name(request: pytest.FixtureRequest) -> Callable[..., str]:
     """``unique_name("kill-events")`` -> ``"kill-events-<test>-<8 hex>"``, new on every call."""
-    test = re.sub(r"[^A-Za-z0-9]+", "-", request.node.name).strip("-")[:40] or "test"
+    test = name_tag(request.node)
 
     def make(prefix: str = "t") -> str:
         return f"{prefix}-{test}-{uuid.uuid4().hex[:8]}"

@@ -22,7 +22,7 @@ from typing import Any
 
 import msgspec
 import redis
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Producer, TopicPartition
 
 from consumer._store import Store
 from consumer.config import Config
@@ -312,35 +312,56 @@ def end_offsets(bootstrap: str, topic: str, partitions: int) -> dict[int, int]:
 
 
 def read_topic(
-    bootstrap: str, topic: str, expect: int | None = None, timeout: float = 60.0, idle: float = 3.0
+    bootstrap: str, topic: str, expect: int | None = None, timeout: float = 60.0
 ) -> list:
-    """All messages of `topic` (until `expect` read, or `idle` s without news after timeout)."""
+    """The messages of `topic`, every partition from its start: the first `expect` of them, or
+    (no `expect`) all of them up to the end of each partition as the broker reports it then.
+
+    Read to the end, a test sees every message its producers had confirmed before the call and
+    any extra one (a duplicate) among them, with no quiet period to wait out: callers wait for
+    the producers first (an empty outbox, a stopped process, a drained relay)."""
     c = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"reader-{os.getpid()}-{time.monotonic_ns()}",
-            "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
+            "enable.partition.eof": True,  # _PARTITION_EOF says "read to the end"
+            "fetch.wait.max.ms": 10,  # at the end the broker answers at once, not in 500 ms
         }
     )
-    c.subscribe([topic])
     out = []
     deadline = time.monotonic() + timeout
-    last_news = time.monotonic()
     try:
+        partitions = _partitions(c, topic, deadline)
+        c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
+        at_end: set[int] = set()
         while time.monotonic() < deadline:
-            batch = c.consume(5000, 0.5)
-            good = [m for m in batch if m.error() is None]
-            if good:
-                out.extend(good)
-                last_news = time.monotonic()
+            for m in c.consume(5000, 0.5):
+                err = m.error()
+                if err is None:
+                    out.append(m)
+                    at_end.discard(m.partition())  # more came after its end was reported
+                elif err.code() == KafkaError._PARTITION_EOF:
+                    at_end.add(m.partition())
             if expect is not None and len(out) >= expect:
                 break
-            if expect is None and time.monotonic() - last_news > idle and out:
+            if expect is None and at_end >= set(partitions):
                 break
     finally:
         c.close()
     return out
+
+
+def _partitions(c: Consumer, topic: str, deadline: float) -> list[int]:
+    """The partitions of `topic`, once its metadata has them (a topic its first producer makes
+    may not be there yet)."""
+    while True:
+        meta = c.list_topics(topic, timeout=10).topics.get(topic)
+        if meta is not None and meta.error is None and meta.partitions:
+            return sorted(meta.partitions)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"topic {topic} has no partitions: {meta}")
+        time.sleep(0.1)
 
 
 @dataclass

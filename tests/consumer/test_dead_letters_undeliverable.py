@@ -22,7 +22,6 @@ from confluent_kafka.admin import (
 from consumer.config import Config
 from engine import Params
 from schemas import decode_rating_change, encode_kill_event
-from stack import KafkaBroker
 
 HEADERS = [("trace-id", b"t-123"), ("origin", b"game-server-7")]
 
@@ -89,8 +88,7 @@ def _assert_resumed_and_exact(base, client, keys, topic, bootstrap, events, n_me
     book = S.replay(events, params, S.SNAPSHOT)
     S.assert_redis_equals_replay(client, keys, book, params, exact=True)
     received = [
-        decode_rating_change(m.value()).id
-        for m in S.read_topic(bootstrap, f"{topic}-ratings", idle=3)
+        decode_rating_change(m.value()).id for m in S.read_topic(bootstrap, f"{topic}-ratings")
     ]
     assert len(received) == len(set(received))  # nothing applied twice
     assert set(received) == S.change_ids(book.counted_ids)  # nothing lost
@@ -99,7 +97,7 @@ def _assert_resumed_and_exact(base, client, keys, topic, bootstrap, events, n_me
 def _assert_dead_letters(
     bootstrap: str, topic: str, messages, bad_at: list[int], reasons: list[bytes]
 ) -> None:
-    dead = S.read_topic(bootstrap, f"{topic}-dlq", expect=len(bad_at), idle=3)
+    dead = S.read_topic(bootstrap, f"{topic}-dlq")
     assert [m.value() for m in dead] == [messages[i][1] for i in bad_at]
     for m, offset, reason in zip(dead, bad_at, reasons, strict=True):
         headers = m.headers()
@@ -107,18 +105,6 @@ def _assert_dead_letters(
         extra = dict(headers[len(HEADERS) :])
         assert extra["source_offset"] == str(offset).encode()
         assert extra["reason"] == reason
-
-
-@pytest.fixture(scope="module")
-def strict_broker(tmp_path_factory):
-    """A broker that does not create topics on first use (the shared one does)."""
-    broker = KafkaBroker(
-        tmp_path_factory.mktemp("strict-kafka"),
-        extra_config={"auto.create.topics.enable": "false"},
-    )
-    broker.start()
-    yield broker.bootstrap
-    broker.stop()
 
 
 def test_a_missing_dead_letter_topic_stops_the_partition_until_it_exists(

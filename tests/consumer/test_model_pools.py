@@ -66,10 +66,14 @@ def test_model_pool_killed_mid_run_equals_the_replay(
     unique_name,
     tmp_path: Path,
 ) -> None:
-    """Pure, and compiled (the rating loop's Rating, cache and engine as mypyc built them)."""
-    n = 12_000
+    """Pure, and compiled (the rating loop's Rating, cache and engine as mypyc built them).
+
+    Two kills at random points of progress: each restart resumes from the model's state as
+    Redis holds it, which is what a kill can break; more events or kills repeat that. 6,000
+    events over 750 players keep ~16 kills a player, so a tenth and more are placed."""
+    n = 6_000
     topic, ns, keys, client = S.pool_on_topic(kafka_admin, redis_url, unique_name)
-    events = S.events(n, players=1_500, arenas=60, seed=47)
+    events = S.events(n, players=750, arenas=30, seed=47)
     S.produce(kafka_bootstrap, topic, S.encoded(events))
     params = MODEL_PARAMS[name]
     model_flags = [arg for p in params for arg in ("--model-param", p)]
@@ -82,7 +86,7 @@ def test_model_pool_killed_mid_run_equals_the_replay(
     log = tmp_path / "consumer.log"
     proc = _start(cmd, log, build)
     kills: list[int] = []
-    for target in sorted(random.Random(name).sample(range(n // 10, n - n // 10), 3)):
+    for target in sorted(random.Random(name).sample(range(n // 10, n - n // 10), 2)):
         applied = 0
         while applied < target and proc.poll() is None:
             time.sleep(0.01)
@@ -126,8 +130,7 @@ def test_model_pool_killed_mid_run_equals_the_replay(
     assert json.loads(client.get(keys.model))["model"] == name
 
     changes = [
-        decode_rating_change(m.value())
-        for m in S.read_topic(kafka_bootstrap, f"{topic}-ratings", idle=3)
+        decode_rating_change(m.value()) for m in S.read_topic(kafka_bootstrap, f"{topic}-ratings")
     ]
     assert {c.id for c in changes} == {c.id for c in changes if c.model == name}
     assert len({c.id for c in changes}) == 2 * population["counted"]  # every change, once

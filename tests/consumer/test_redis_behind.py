@@ -138,8 +138,7 @@ def _assert_lost_changes_outranked(
     epoch = int(client.get(keys.epoch))
     assert epoch >= before and epoch > lost_epoch  # raised above both
     changes = [
-        decode_rating_change(m.value())
-        for m in S.read_topic(run.bootstrap, f"{run.topic}-ratings", timeout=20)
+        decode_rating_change(m.value()) for m in S.read_topic(run.bootstrap, f"{run.topic}-ratings")
     ]
     lost_ids = {e.id for e in lost}
     first = [c for c in changes if c.source_id in lost_ids and c.epoch == lost_epoch]

@@ -123,11 +123,11 @@ def _assert_each_applied_and_sent_once(
     """Redis equals the replay bit for bit; every rating change and dead letter was sent once."""
     book = S.assert_as_replayed(pool.client, pool.keys, events, PARAMS)
     topic = pool.topic
-    ratings = S.read_topic(bootstrap, f"{topic}-ratings", idle=3)
+    ratings = S.read_topic(bootstrap, f"{topic}-ratings")
     received = [decode_rating_change(m.value()).id for m in ratings]
     assert len(received) == len(set(received))  # nothing sent twice
     assert set(received) == S.change_ids(book.counted_ids)  # nothing lost
-    dead = S.read_topic(bootstrap, f"{topic}-dlq", idle=3)
+    dead = S.read_topic(bootstrap, f"{topic}-dlq")
     assert [m.value() for m in dead] == bad  # each once, in order
     assert {dict(m.headers())["reason"] for m in dead} == {b"undecodable"}
 
@@ -324,7 +324,7 @@ def test_the_relay_acknowledges_entries_in_flight_across_a_loading_restart_once(
         stop.set()
         pumping.join(30)
     assert client.xpending(keys.outbox, "relay")["pending"] == 0
-    got = [m.value() for m in S.read_topic(kafka_bootstrap, topic, idle=3)]
+    got = [m.value() for m in S.read_topic(kafka_bootstrap, topic)]
     assert sorted(got) == sorted(sent)  # each once
     producer.flush(5)
     client.close()

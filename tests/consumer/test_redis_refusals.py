@@ -152,7 +152,7 @@ def test_oom_readonly_masterdown_and_busy_are_retried_and_nothing_is_lost(
     book = S.assert_as_replayed(client, keys, events, PARAMS)
     received = [
         decode_rating_change(m.value()).id
-        for m in S.read_topic(kafka_bootstrap, f"{topic}-ratings", idle=3)
+        for m in S.read_topic(kafka_bootstrap, f"{topic}-ratings")
     ]
     assert set(received) == S.change_ids(book.counted_ids)
     said = _said(log)

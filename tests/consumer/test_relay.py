@@ -127,10 +127,7 @@ def test_a_blocked_broker_delays_rating_changes_but_never_duplicates_them(
             relay.drain(10)
             assert relay._metrics.degraded.cause(RATING_CHANGES, topic) is None  # back
 
-        got = [
-            decode_rating_change(m.value()).id
-            for m in S.read_topic(broker.bootstrap, topic, expect=len(ids) + 1, timeout=20)
-        ]
+        got = [decode_rating_change(m.value()).id for m in S.read_topic(broker.bootstrap, topic)]
         twice = [i for i, n in Counter(got).items() if n > 1]
         assert not twice, f"{len(twice)} rating changes sent twice, e.g. {twice[:3]}"
         assert sorted(got) == sorted(ids)
@@ -161,8 +158,7 @@ def test_rating_change_seq_is_the_players_version(
     stored = S.redis_players(client, keys)
     total = sum(ver for _state, ver in stored.values())  # ver counts a player's changes
     changes = [
-        decode_rating_change(m.value())
-        for m in S.read_topic(kafka_bootstrap, f"{topic}-ratings", expect=total + 1, timeout=20)
+        decode_rating_change(m.value()) for m in S.read_topic(kafka_bootstrap, f"{topic}-ratings")
     ]
     assert len(changes) == len({c.id for c in changes}) == total
     seqs: dict[str, list[int]] = defaultdict(list)

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import msgspec
 import redis
-from confluent_kafka import OFFSET_BEGINNING, Consumer, Message, TopicPartition
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, Message, TopicPartition
 
 from engine import (
     Params,
@@ -93,24 +93,34 @@ def drop_namespace(client: redis.Redis, keys: Keys) -> None:
         client.delete(*batch[i : i + 1000])
 
 
-def read_topic(bootstrap: str, topic: str, expect: int, timeout_s: float = 20.0) -> list[Message]:
-    """The first `expect` messages of a one-partition topic (fewer if the timeout passes)."""
+def read_topic(
+    bootstrap: str, topic: str, expect: int | None = None, timeout_s: float = 20.0
+) -> list[Message]:
+    """The first `expect` messages of a one-partition topic (fewer if the timeout passes), or
+    (no `expect`) every message up to the partition's end as the broker reports it then: all a
+    publisher had committed before the call, and any extra one, with no quiet period to wait."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
             "group.id": f"tj-test-{uuid.uuid4().hex[:8]}",
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "fetch.wait.max.ms": 10,  # at the end the broker answers at once, not in 500 ms
         }
     )
     consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
     out: list[Message] = []
     deadline = time.monotonic() + timeout_s
     try:
-        while len(out) < expect and time.monotonic() < deadline:
+        while (expect is None or len(out) < expect) and time.monotonic() < deadline:
             msg = consumer.poll(0.2)
-            if msg is not None and msg.error() is None:
+            if msg is None:
+                continue
+            if msg.error() is None:
                 out.append(msg)
+            elif expect is None and msg.error().code() == KafkaError._PARTITION_EOF:
+                break
     finally:
         consumer.close()
     return out
