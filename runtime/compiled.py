@@ -69,6 +69,7 @@ COMPILED: Final = (
     "engine/_adr_model.py",
     "engine/_model_config.py",
     "engine/_gaussian.py",
+    "engine/_gaussian_player.py",
     "engine/_elo.py",
     "engine/_glicko2.py",
     "engine/_trueskill.py",
