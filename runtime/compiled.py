@@ -65,6 +65,7 @@ COMPILED: Final = (
     "engine/_pairs.py",
     "engine/_pair_load.py",
     "engine/_store.py",
+    "engine/_counting.py",
     "engine/_book.py",
     "engine/_adr_model.py",
     "engine/_model_config.py",
