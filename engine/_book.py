@@ -54,11 +54,14 @@ class RatingBook:
     ) -> None:
         fixed = fixed_snapshot is not None
         snapshot = fixed_snapshot if fixed_snapshot is not None else initial_snapshot(params)
-        self._counting = Counting(params, calibrate_every_ms, lateness_ms, snapshot, fixed)
+        self._store = PlayerStore(params)
+        self._counting = Counting(
+            params, calibrate_every_ms, lateness_ms, snapshot, fixed, _Records(self._store),
+            params.mu0,
+        )  # fmt: skip
         self.params = params
         self.calibrate_every_ms = calibrate_every_ms
         self.lateness_ms = lateness_ms
-        self._store = PlayerStore(params)
         self._units = 0  # S = Σ σ_i·2**k over tracked players, exact
         # The opt-in pair_decay's loads (None when off: the paper keeps no such state).
         self._loads = PairLoads(params, lateness_ms) if params.pair_decay_ms else None
@@ -168,7 +171,7 @@ class RatingBook:
             if counting.is_repeat(last, ts):
                 return DUPLICATE
         if counting.due(ts):
-            counting.take(ts, self._activity, self._mu, self._every_mu, params.mu0)
+            counting.take(ts)
         if ia is None:
             ia = self._track(attacker)
         if ib is None:
@@ -231,22 +234,26 @@ class RatingBook:
         self._units += sigma_units(params.sigma0, params)
         return i
 
-    def _activity(self, i: int) -> int | None:
-        """Player i's activity time (§2.3)."""
+    def _snapshot_at(self, now: int) -> Snapshot:
+        """The snapshot an event at `now` uses: the current one or a fresh one if due (§2.3)."""
+        return self._counting.snapshot_at(now)
+
+
+class _Records:
+    """The counting rules' view of RatingBook's players: activity times and μ by number."""
+
+    def __init__(self, store: PlayerStore) -> None:
+        self._store = store
+
+    def activity(self, i: int) -> int | None:
         store = self._store
         return store.activity_time(i, store.records[i])
 
-    def _mu(self, i: int) -> float:
+    def rating(self, i: int) -> float:
         return self._store.records[i].mu
 
-    def _every_mu(self) -> Iterator[float]:
+    def ratings(self) -> Iterator[float]:
         return (r.mu for r in self._store.records)
-
-    def _snapshot_at(self, now: int) -> Snapshot:
-        """The snapshot an event at `now` uses: the current one or a fresh one if due (§2.3)."""
-        return self._counting.snapshot_at(
-            now, self._activity, self._mu, self._every_mu, self.params.mu0
-        )
 
 
 def _scalars(r: PlayerRecord) -> Scalars:

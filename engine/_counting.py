@@ -19,14 +19,15 @@ keep one `Counting` and differ only in how they store and rate their players:
   by that event's `apply`.
 
 Player numbers are the book's (0, 1, ... in the order players are first tracked); the book tells
-the rules when it tracks one (`track`) and reads activity times and ratings for them.
+the rules when it tracks one (`track`) and lends them a `Players` view that reads activity times
+and ratings by number.
 """
 
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Iterable
-from typing import Final, Literal
+from collections.abc import Iterable
+from typing import Final, Literal, Protocol
 
 import msgspec
 
@@ -57,6 +58,22 @@ DUPLICATE: Final = Verdict("duplicate")
 _REJECTED = {r: Verdict("rejected", r) for r in ("self_kill", "late", "bad_ts", "bad_player")}
 
 
+class Players(Protocol):
+    """What the rules read of a book's players when a snapshot is taken."""
+
+    def activity(self, i: int) -> int | None:
+        """Player i's activity time (§2.3), None while it has none."""
+        ...
+
+    def rating(self, i: int) -> float:
+        """Player i's rating as the snapshot reads it (ADR's μ; another model's display)."""
+        ...
+
+    def ratings(self) -> Iterable[float]:
+        """Every tracked player's rating (the snapshot's sample when none is active)."""
+        ...
+
+
 class Counting:
     """One book's counting state: counters, watermark, cooldown table, active set, snapshot."""
 
@@ -67,7 +84,10 @@ class Counting:
         lateness_ms: int,
         snapshot: Snapshot,
         fixed: bool,
+        players: Players,
+        empty_mean: float,
     ) -> None:
+        """`empty_mean`: μ̄_A of a snapshot taken while no player is tracked."""
         if calibrate_every_ms < 0 or lateness_ms < 0:
             raise EngineError("calibrate_every_ms and lateness_ms must be >= 0")
         self.params = params
@@ -75,6 +95,8 @@ class Counting:
         self.lateness_ms = lateness_ms
         self.fixed = fixed
         self.snapshot = snapshot
+        self._players = players
+        self._empty_mean = empty_mean
         # (now, counted, snapshot): a due snapshot computed by predict, reused by apply
         self._pending: tuple[int, int, Snapshot] | None = None
         self.counted = 0
@@ -151,25 +173,22 @@ class Counting:
         heapq.heappush(self._heap, ((activity + self.params.active_ms) << _HEAP_SHIFT) | i)
         self._filed[i] = True
 
-    def _expire(self, now: int, activity_of: Callable[[int], int | None]) -> None:
+    def _expire(self, now: int) -> None:
         """Leave in the heap exactly the players active at now, each once."""
         heap, filed, active_ms = self._heap, self._filed, self.params.active_ms
+        players = self._players
         while heap and heap[0] >> _HEAP_SHIFT <= now:
             i = heapq.heappop(heap) & _HEAP_MASK
-            activity = activity_of(i)
+            activity = players.activity(i)
             if activity is not None and activity + active_ms > now:
                 heapq.heappush(heap, ((activity + active_ms) << _HEAP_SHIFT) | i)
             else:
                 filed[i] = False
 
-    def _active(
-        self,
-        now: int,
-        activity_of: Callable[[int], int | None],
-        rating_of: Callable[[int], float],
-    ) -> list[float]:
+    def _active(self, now: int) -> list[float]:
         """The ratings of the players active at now."""
         active_ms = self.params.active_ms
+        players = self._players
         filed = self._filed
         numbers: Iterable[int]
         if 4 * len(self._heap) < len(filed):  # few active: visit them through the heap
@@ -178,9 +197,9 @@ class Counting:
             numbers = [i for i in range(len(filed)) if filed[i]]
         active: list[float] = []
         for i in numbers:
-            activity = activity_of(i)
+            activity = players.activity(i)
             if activity is not None and activity + active_ms > now:
-                active.append(rating_of(i))
+                active.append(players.rating(i))
         return active
 
     # -- snapshots -----------------------------------------------------------------------------
@@ -192,17 +211,9 @@ class Counting:
         taken = self.snapshot.taken_at
         return taken is None or ts - taken >= self.calibrate_every_ms
 
-    def snapshot_at(
-        self,
-        now: int,
-        activity_of: Callable[[int], int | None],
-        rating_of: Callable[[int], float],
-        everyone: Callable[[], Iterable[float]],
-        empty_mean: float,
-    ) -> Snapshot:
+    def snapshot_at(self, now: int) -> Snapshot:
         """The snapshot an event at `now` uses: the current one or a fresh one if due (§2.3),
-        over `rating_of` the active players, or `everyone`'s ratings when none is active;
-        `empty_mean` is μ̄_A while no player is tracked."""
+        over the ratings of the active players, or every player's when none is active."""
         if not self.due(now):
             return self.snapshot
         pending = self._pending
@@ -212,26 +223,19 @@ class Counting:
         if not self._filed:
             snapshot = Snapshot(
                 taken_at=now,
-                mean_mu_active=empty_mean,
+                mean_mu_active=self._empty_mean,
                 boundaries=previous.boundaries,
                 active_count=0,
             )
         else:
-            active = self._active(now, activity_of, rating_of)
-            snapshot = take_snapshot(now, active, everyone(), previous, self.params)
+            active = self._active(now)
+            snapshot = take_snapshot(now, active, self._players.ratings(), previous, self.params)
         self._pending = (now, self.counted, snapshot)
         return snapshot
 
-    def take(
-        self,
-        now: int,
-        activity_of: Callable[[int], int | None],
-        rating_of: Callable[[int], float],
-        everyone: Callable[[], Iterable[float]],
-        empty_mean: float,
-    ) -> None:
+    def take(self, now: int) -> None:
         """Before a counted event at `now` for which a snapshot is `due`: expire the active set
         and put the snapshot in force (the one `predict` took for it, if it did)."""
-        self._expire(now, activity_of)
-        self.snapshot = self.snapshot_at(now, activity_of, rating_of, everyone, empty_mean)
+        self._expire(now)
+        self.snapshot = self.snapshot_at(now)
         self._pending = None

@@ -56,12 +56,13 @@ class ModelBook(Generic[S]):
             snapshot = Snapshot(
                 taken_at=None, mean_mu_active=self._new_display, boundaries=None, active_count=0
             )
-        self._counting = Counting(
-            params, calibrate_every_ms, lateness_ms, snapshot, fixed_snapshot is not None
-        )
         self._index: dict[str, int] = {}
         self._ids: list[str] = []
         self._states: list[S] = []
+        self._counting = Counting(
+            params, calibrate_every_ms, lateness_ms, snapshot, fixed_snapshot is not None,
+            _States(model, self._states), self._new_display,
+        )  # fmt: skip
         self._units = 0
 
     # -- reading --------------------------------------------------------------------------------
@@ -152,7 +153,7 @@ class ModelBook(Generic[S]):
             if counting.is_repeat(last, ts):
                 return DUPLICATE
         if counting.due(ts):
-            counting.take(ts, self._activity, self._display, self._every_display, self._new_display)
+            counting.take(ts)
         if ia is None:
             ia = self._track(attacker)
         if ib is None:
@@ -188,18 +189,24 @@ class ModelBook(Generic[S]):
             if since is not None:
                 counting.file(i, since)
 
-    def _activity(self, i: int) -> int | None:
-        return self.model.activity_time(self._states[i])
-
-    def _display(self, i: int) -> float:
-        return self.model.display(self._states[i])
-
-    def _every_display(self) -> Iterator[float]:
-        display = self.model.display
-        return (display(state) for state in self._states)
-
     def _snapshot_at(self, now: int) -> Snapshot:
         """The snapshot an event at `now` uses: the current one, or a fresh one if due."""
-        return self._counting.snapshot_at(
-            now, self._activity, self._display, self._every_display, self._new_display
-        )
+        return self._counting.snapshot_at(now)
+
+
+class _States(Generic[S]):
+    """The counting rules' view of ModelBook's players: activity times and display ratings."""
+
+    def __init__(self, model: RatingModel[S], states: list[S]) -> None:
+        self._model = model
+        self._states = states
+
+    def activity(self, i: int) -> int | None:
+        return self._model.activity_time(self._states[i])
+
+    def rating(self, i: int) -> float:
+        return self._model.display(self._states[i])
+
+    def ratings(self) -> Iterator[float]:
+        display = self._model.display
+        return (display(state) for state in self._states)

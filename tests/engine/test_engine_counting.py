@@ -3,6 +3,7 @@ share (bad input, lateness, the a→b cooldown, the active set, when snapshots a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from hypothesis import given
@@ -16,9 +17,29 @@ T0 = 1_700_000_000_000
 HOUR = 3_600_000
 
 
-def counting(params: Params | None = None, lateness_ms: int = HOUR) -> Counting:
+class Table:
+    """A book's players as the rules read them: activity times and ratings by number."""
+
+    def __init__(self) -> None:
+        self.times: dict[int, int | None] = {}
+        self.values: dict[int, float] = {}
+
+    def activity(self, i: int) -> int | None:
+        return self.times.get(i)
+
+    def rating(self, i: int) -> float:
+        return self.values[i]
+
+    def ratings(self) -> Iterable[float]:
+        return self.values.values()
+
+
+def counting(
+    params: Params | None = None, lateness_ms: int = HOUR, players: Table | None = None
+) -> Counting:
     params = params or Params()
-    return Counting(params, 300_000, lateness_ms, initial_snapshot(params), False)
+    snapshot = initial_snapshot(params)
+    return Counting(params, 300_000, lateness_ms, snapshot, False, players or Table(), -7.0)
 
 
 def test_bad_input_is_refused_with_its_reason_and_the_watermark_only_grows() -> None:
@@ -63,12 +84,11 @@ def test_a_repeat_inside_the_cooldown_is_a_duplicate_and_one_at_it_counts() -> N
 
 def test_snapshots_read_the_active_players_then_everyone_then_the_empty_mean() -> None:
     params = Params()
-    rules = counting(params)
-    activity: dict[int, int | None] = {}
-    ratings = {0: 1000.0, 1: 2000.0, 2: 3000.0}
+    table = Table()
+    rules = counting(params, players=table)
 
     def take(now: int) -> Any:
-        rules.take(now, activity.get, ratings.__getitem__, lambda: ratings.values(), -7.0)
+        rules.take(now)
         return rules.snapshot
 
     assert rules.due(T0)
@@ -76,7 +96,8 @@ def test_snapshots_read_the_active_players_then_everyone_then_the_empty_mean() -
     assert (empty.taken_at, empty.mean_mu_active, empty.active_count) == (T0, -7.0, 0)
     for _ in range(3):
         rules.track()
-    activity.update({0: T0, 1: T0 + HOUR, 2: None})
+    table.values.update({0: 1000.0, 1: 2000.0, 2: 3000.0})
+    table.times.update({0: T0, 1: T0 + HOUR, 2: None})
     rules.file(0, T0)
     rules.file(1, T0 + HOUR)
     assert not rules.due(T0 + 1) and rules.due(T0 + 300_000)
@@ -93,31 +114,9 @@ def test_snapshots_read_the_active_players_then_everyone_then_the_empty_mean() -
 def test_a_fixed_snapshot_is_never_due() -> None:
     params = Params()
     fixed = initial_snapshot(params)
-    rules = Counting(params, 0, HOUR, fixed, True)
+    rules = Counting(params, 0, HOUR, fixed, True, Table(), 0.0)
     assert not rules.due(T0)
-    assert rules.snapshot_at(T0, lambda i: None, float, list, 0.0) is fixed
-
-
-def test_a_prediction_far_ahead_does_not_drop_players_from_an_earlier_snapshot() -> None:
-    """a and b are active until day 7, e and f until day 9; a prediction for day 8 (an event
-    that never comes) must not expire a and b for the snapshot an event at day 2 takes (the
-    ModelBook before the shared rules expired the active set in `predict` and saw 2 of 4)."""
-    params = Params()
-    day = 86_400_000
-    books: list[Any] = [
-        RatingBook(params, calibrate_every_ms=600_000),
-        ModelBook(AdrModel(params), params, calibrate_every_ms=600_000),
-        ModelBook(model_named("elo"), params, calibrate_every_ms=600_000),
-    ]
-    for book in books:
-        for start, (x, y) in ((T0, ("a", "b")), (T0 + 2 * day, ("e", "f"))):
-            for i in range(12):
-                book.apply("", x if i % 2 else y, y if i % 2 else x, start + i * 120_000)
-        book.predict("a", "b", T0 + 8 * day)
-        book.apply("", "c", "d", T0 + 2 * day + HOUR)
-        assert book.snapshot.taken_at == T0 + 2 * day + HOUR
-        assert book.snapshot.active_count == 4
-    assert exact(books[0].snapshot) == exact(books[1].snapshot)
+    assert rules.snapshot_at(T0) is fixed
 
 
 @FAST
