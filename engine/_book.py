@@ -2,52 +2,46 @@
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterator
-from typing import Final, Literal
 
-import msgspec
-
-from engine._cooldown import is_duplicate, repeat_weight
+from engine._cooldown import repeat_weight
+from engine._counting import (
+    COUNTED,
+    DEFAULT_CALIBRATE_EVERY_MS,
+    DEFAULT_LATENESS_MS,
+    DUPLICATE,
+    MAX_TS_MS,
+    Counting,
+    Verdict,
+)
 from engine._errors import EngineError
 from engine._kill import NextScalars, Scalars, kill_update, predict
 from engine._pair_load import PairLoads, load_weight
-from engine._pairs import PairTable
 from engine._sigma import sigma_mean, sigma_units
-from engine._snapshot import take_snapshot
 from engine._state import PlayerState, Snapshot, initial_snapshot, new_player
 from engine._store import PlayerRecord, PlayerStore
-from engine.params import MS_PER_SECOND, Params
+from engine.params import Params
 
-DEFAULT_CALIBRATE_EVERY_MS: Final = 300 * MS_PER_SECOND
-DEFAULT_LATENESS_MS: Final = 3600 * MS_PER_SECOND
-MAX_TS_MS: Final = 2**53 - 1  # event times are ints in [0, 2**53): exact in JSON and as float
-
-_HEAP_SHIFT: Final = 32  # active heap entry = expiry << 32 | player number
-_HEAP_MASK: Final = (1 << _HEAP_SHIFT) - 1
-
-
-class Verdict(msgspec.Struct, frozen=True, gc=False):
-    """What `RatingBook.apply` did with an event."""
-
-    kind: Literal["counted", "duplicate", "rejected"]
-    reason: str | None = None  # why it was rejected: self_kill, late, bad_ts, bad_player
-
-
-COUNTED: Final = Verdict("counted")
-DUPLICATE: Final = Verdict("duplicate")
-_REJECTED = {r: Verdict("rejected", r) for r in ("self_kill", "late", "bad_ts", "bad_player")}
+__all__ = [
+    "COUNTED",
+    "DEFAULT_CALIBRATE_EVERY_MS",
+    "DEFAULT_LATENESS_MS",
+    "DUPLICATE",
+    "MAX_TS_MS",
+    "RatingBook",
+    "Verdict",
+]
 
 
 class RatingBook:
     """ADR over an ordered event stream, all state in memory; same input ⇒ bit-identical state.
 
-    Snapshots are taken offline (docs/algorithm.md#snapshot): before a counted event at t when none
-    exists yet or t − last ≥ calibrate_every_ms (event time). With `fixed_snapshot`, never.
-
-    Late events (not in the paper): the book keeps a watermark W = max ts accepted; an event with
-    ts < W − lateness_ms is rejected ("late"). That lets a→b cooldown entries with
-    t' + cooldown ≤ W − lateness be dropped while dedup stays exact for every accepted event.
+    Which events count, the active set and when snapshots are taken are the counting rules of
+    engine/_counting.py (shared with ModelBook): self kills, bad times and empty ids rejected;
+    late events (ts < W − lateness_ms, W the largest time accepted) rejected; the a→b cooldown;
+    a snapshot (docs/algorithm.md#snapshot) before a counted event at t when none exists yet or
+    t − last ≥ calibrate_every_ms (event time), never with `fixed_snapshot`. The players live in
+    a columnar PlayerStore and are rated by `kill_update`, the same steps as rate_kill.
     """
 
     def __init__(
@@ -58,46 +52,55 @@ class RatingBook:
         fixed_snapshot: Snapshot | None = None,
         lateness_ms: int = DEFAULT_LATENESS_MS,
     ) -> None:
-        if calibrate_every_ms < 0 or lateness_ms < 0:
-            raise EngineError("calibrate_every_ms and lateness_ms must be >= 0")
+        fixed = fixed_snapshot is not None
+        snapshot = fixed_snapshot if fixed_snapshot is not None else initial_snapshot(params)
+        self._store = PlayerStore(params)
+        self._counting = Counting(
+            params, calibrate_every_ms, lateness_ms, snapshot, fixed, _Records(self._store),
+            params.mu0,
+        )  # fmt: skip
         self.params = params
         self.calibrate_every_ms = calibrate_every_ms
         self.lateness_ms = lateness_ms
-        self._fixed = fixed_snapshot is not None
-        self._snapshot = fixed_snapshot if fixed_snapshot is not None else initial_snapshot(params)
-        # (now, counted, snapshot): a due snapshot computed by predict, reused by apply
-        self._pending: tuple[int, int, Snapshot] | None = None
-        self._store = PlayerStore(params)
         self._units = 0  # S = Σ σ_i·2**k over tracked players, exact
-        self.counted = 0
-        self.duplicates = 0
-        self.rejected = 0
-        self.rejected_by_reason: dict[str, int] = {}
-        self._watermark: int | None = None
-        self._pairs = PairTable(params.pair_memory_ms, lateness_ms)
         # The opt-in pair_decay's loads (None when off: the paper keeps no such state).
         self._loads = PairLoads(params, lateness_ms) if params.pair_decay_ms else None
-        # Active set (§2.3): each player with n ≥ n_active has at most one heap entry
-        # `expiry << 32 | number`, expiry = activity time + T_active when it was filed. The
-        # activity time only grows, so an entry may lag; it is re-filed when it comes due.
-        self._heap: list[int] = []
 
     # -- reading ------------------------------------------------------------------------------
 
     @property
     def snapshot(self) -> Snapshot:
         """The population snapshot in force."""
-        return self._snapshot
+        return self._counting.snapshot
 
     @property
     def watermark(self) -> int | None:
         """The largest event time accepted so far (ms)."""
-        return self._watermark
+        return self._counting.watermark
 
     def is_late(self, ts: int) -> bool:
         """Whether an event at `ts` is late: older than the watermark less `lateness_ms`."""
-        watermark = self._watermark
-        return watermark is not None and ts < watermark - self.lateness_ms
+        return self._counting.is_late(ts)
+
+    @property
+    def counted(self) -> int:
+        """Events counted (rated)."""
+        return self._counting.counted
+
+    @property
+    def duplicates(self) -> int:
+        """Events dropped by the a→b cooldown (§2.1)."""
+        return self._counting.duplicates
+
+    @property
+    def rejected(self) -> int:
+        """Events rejected (self kill, bad time, empty id, late)."""
+        return self._counting.rejected
+
+    @property
+    def rejected_by_reason(self) -> dict[str, int]:
+        """Rejected events by reason."""
+        return self._counting.rejected_by_reason
 
     @property
     def total_sigma_units(self) -> int:
@@ -147,40 +150,28 @@ class RatingBook:
         """(attacker, victim, last counted ts) of every a→b pair the cooldown table still holds
         (`adr rebuild` writes the consumer's cooldown records from them)."""
         ids = self._store.ids
-        for (a, b), ts in self._pairs.items().items():
+        for (a, b), ts in self._counting.pairs.items().items():
             yield ids[a], ids[b], ts
 
     # -- writing ------------------------------------------------------------------------------
 
     def apply(self, event_id: str, attacker: str, victim: str, ts: int) -> Verdict:
         """Process one kill event (docs/algorithm.md#steps, 1–13); event_id: logs only."""
-        if attacker == victim:
-            return self._reject("self_kill")
-        if type(ts) is not int or not 0 <= ts <= MAX_TS_MS:
-            return self._reject("bad_ts")
-        if not attacker or not victim:
-            return self._reject("bad_player")
-        if self.is_late(ts):
-            return self._reject("late")
-        watermark = self._watermark
-        if watermark is None or ts > watermark:
-            self._watermark = watermark = ts
+        counting = self._counting
+        refused = counting.refusal(attacker, victim, ts)
+        if refused is not None:
+            return refused
         params = self.params
         index = self._store.index
         ia = index.get(attacker)
         ib = index.get(victim)
         last: int | None = None
         if ia is not None and ib is not None:
-            last = self._pairs.last(ia, ib, ts, watermark)
-            if is_duplicate(last, ts, params):
-                self.duplicates += 1
+            last = counting.pair_last(ia, ib, ts)
+            if counting.is_repeat(last, ts):
                 return DUPLICATE
-        if not self._fixed:
-            taken = self._snapshot.taken_at
-            if taken is None or ts - taken >= self.calibrate_every_ms:
-                self._expire(ts)
-                self._snapshot = self._snapshot_at(ts)
-                self._pending = None
+        if counting.due(ts):
+            counting.take(ts)
         if ia is None:
             ia = self._track(attacker)
         if ib is None:
@@ -191,9 +182,10 @@ class RatingBook:
         else:
             load = loads.load(ia, ib, ts)
             self._rate(ia, ib, ts, last, load_weight(load, params))
+            watermark = counting.watermark
+            assert watermark is not None
             loads.put(ia, ib, ts, load, watermark)
-        self._pairs.put(ia, ib, ts, watermark, watermark - self.lateness_ms - params.pair_memory_ms)
-        self.counted += 1
+        counting.count(ia, ib, ts)
         return COUNTED
 
     def _rate(self, ia: int, ib: int, ts: int, last: int | None, load_w: float = 1.0) -> None:
@@ -212,7 +204,7 @@ class RatingBook:
             weight *= load_w
         _p, next_a, next_b, delta = kill_update(
             _scalars(ra), w_a, units_a, _scalars(rb), w_b, units_b,
-            ts, self._units, len(records), self._snapshot, self.params, weight,
+            ts, self._units, len(records), self._counting.snapshot, self.params, weight,
         )  # fmt: skip
         self._update_player(ia, ra, next_a, ts)
         self._update_player(ib, rb, next_b, ts)
@@ -223,71 +215,45 @@ class RatingBook:
         (r.mu, r.sigma, r.sigma_u, r.pool, r.n, r.tier, r.h_up, r.h_down, r.streak, r.phi,
          delta_mu) = s  # fmt: skip
         r.last_ts = ts
-        self._store.push_window(i, r, delta_mu)
-        self._store.push_recent(i, r, ts)
-        if not r.in_heap:
-            activity = self._store.activity_time(i, r)
+        store = self._store
+        store.push_window(i, r, delta_mu)
+        store.push_recent(i, r, ts)
+        counting = self._counting
+        if not counting.filed(i):
+            activity = store.activity_time(i, r)
             if activity is not None:
-                heapq.heappush(self._heap, ((activity + self.params.active_ms) << _HEAP_SHIFT) | i)
-                r.in_heap = True
+                counting.file(i, activity)
 
     # -- internals ----------------------------------------------------------------------------
-
-    def _reject(self, reason: str) -> Verdict:
-        self.rejected += 1
-        self.rejected_by_reason[reason] = self.rejected_by_reason.get(reason, 0) + 1
-        return _REJECTED[reason]
 
     def _track(self, player: str) -> int:
         """Step 4: a new player joins P with the initial state; its σ0 enters S (§2.2)."""
         params = self.params
         i = self._store.add(player, new_player(params))
+        self._counting.track()
         self._units += sigma_units(params.sigma0, params)
         return i
 
-    def _expire(self, now: int) -> None:
-        """Leave in the heap exactly the players active at now, each once (§2.3)."""
-        heap, store = self._heap, self._store
-        records, active_ms = store.records, self.params.active_ms
-        while heap and heap[0] >> _HEAP_SHIFT <= now:
-            i = heapq.heappop(heap) & _HEAP_MASK
-            r = records[i]
-            activity = store.activity_time(i, r)
-            if activity is not None and activity + active_ms > now:
-                heapq.heappush(heap, ((activity + active_ms) << _HEAP_SHIFT) | i)
-            else:
-                r.in_heap = False
-
     def _snapshot_at(self, now: int) -> Snapshot:
         """The snapshot an event at `now` uses: the current one or a fresh one if due (§2.3)."""
-        if self._fixed:
-            return self._snapshot
-        taken = self._snapshot.taken_at
-        if taken is not None and now - taken < self.calibrate_every_ms:
-            return self._snapshot
-        pending = self._pending
-        if pending is not None and pending[0] == now and pending[1] == self.counted:
-            return pending[2]
+        return self._counting.snapshot_at(now)
+
+
+class _Records:
+    """The counting rules' view of RatingBook's players: activity times and μ by number."""
+
+    def __init__(self, store: PlayerStore) -> None:
+        self._store = store
+
+    def activity(self, i: int) -> int | None:
         store = self._store
-        records, active_ms = store.records, self.params.active_ms
-        active: list[float] = []
-        if 4 * len(self._heap) < len(records):  # few active: visit them through the heap
-            for entry in self._heap:
-                i = entry & _HEAP_MASK
-                r = records[i]
-                activity = store.activity_time(i, r)
-                if activity is not None and activity + active_ms > now:
-                    active.append(r.mu)
-        else:  # many: one sequential pass is cheaper than hopping through the heap
-            for i, r in enumerate(records):
-                if r.in_heap:
-                    activity = store.activity_time(i, r)
-                    if activity is not None and activity + active_ms > now:
-                        active.append(r.mu)
-        fallback = (r.mu for r in records)
-        snapshot = take_snapshot(now, active, fallback, self._snapshot, self.params)
-        self._pending = (now, self.counted, snapshot)
-        return snapshot
+        return store.activity_time(i, store.records[i])
+
+    def rating(self, i: int) -> float:
+        return self._store.records[i].mu
+
+    def ratings(self) -> Iterator[float]:
+        return (r.mu for r in self._store.records)
 
 
 def _scalars(r: PlayerRecord) -> Scalars:

@@ -1,39 +1,35 @@
 """ModelBook: any RatingModel over an ordered event stream, all state in memory (`adr replay
---model`, evaluation, tests); the same rules as RatingBook, which stays ADR's fast columnar book.
+--model`, evaluation, tests); RatingBook stays ADR's fast columnar book.
 
-The rules are RatingBook's, to the letter: self kills, bad times and empty ids rejected; the
-watermark W (max ts accepted) and lateness (ts < W − lateness_ms rejected as late); the a→b
-cooldown (§2.1, `Params.t_cooldown`, ADR's parameter, whatever the model) on the same pair table;
-snapshots before a counted event at t when none exists yet or t − last ≥ calibrate_every_ms, over
-the model's display rating of the active players (activity time + T_active > t, §2.3); the
-pool's S and P as the model needs them. With AdrModel it gives RatingBook's states bit for bit
+The counting rules are RatingBook's own (engine/_counting.py, one implementation for both): self
+kills, bad times and empty ids rejected; the watermark W (max ts accepted) and lateness (ts <
+W − lateness_ms rejected as late); the a→b cooldown (§2.1, `Params.t_cooldown`, ADR's parameter,
+whatever the model); snapshots before a counted event at t when none exists yet or t − last ≥
+calibrate_every_ms, over the model's display rating of the active players (activity time +
+T_active > t, §2.3). The book keeps the pool's S and P as the model needs them and the model's
+states. With AdrModel it gives RatingBook's states bit for bit
 (tests/engine/test_engine_model_book.py).
 """
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Iterator
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
-from engine._book import (
+from engine._counting import (
     COUNTED,
     DEFAULT_CALIBRATE_EVERY_MS,
     DEFAULT_LATENESS_MS,
     DUPLICATE,
-    MAX_TS_MS,
+    Counting,
     Verdict,
 )
-from engine._cooldown import is_duplicate
 from engine._errors import EngineError
 from engine._model import RatingModel
-from engine._pairs import PairTable
-from engine._snapshot import take_snapshot
 from engine._state import Snapshot
 from engine.params import Params
 
 S = TypeVar("S")
-_REJECTED = {r: Verdict("rejected", r) for r in ("self_kill", "late", "bad_ts", "bad_player")}
 
 
 class ModelBook(Generic[S]):
@@ -50,48 +46,53 @@ class ModelBook(Generic[S]):
     ) -> None:
         """`params`: the pool's rules (t_cooldown, T_active, the tier shares of the snapshot);
         for ADR, the model's own Params."""
-        if calibrate_every_ms < 0 or lateness_ms < 0:
-            raise EngineError("calibrate_every_ms and lateness_ms must be >= 0")
         self.model = model
         self.params = params
         self.calibrate_every_ms = calibrate_every_ms
         self.lateness_ms = lateness_ms
-        self._fixed = fixed_snapshot is not None
-        self._snapshot = fixed_snapshot or Snapshot(
-            taken_at=None,
-            mean_mu_active=model.display(model.new_player()),
-            boundaries=None,
-            active_count=0,
-        )
+        self._new_display = model.display(model.new_player())
+        snapshot = fixed_snapshot
+        if snapshot is None:
+            snapshot = Snapshot(
+                taken_at=None, mean_mu_active=self._new_display, boundaries=None, active_count=0
+            )
         self._index: dict[str, int] = {}
         self._ids: list[str] = []
         self._states: list[S] = []
-        self._in_heap: list[bool] = []
-        self._heap: list[tuple[int, int]] = []  # (activity time + T_active when filed, number)
-        self._pending: tuple[int, int, Snapshot] | None = None
-        """(now, counted, snapshot): the due snapshot `predict` took for an event at now, which
-        that event's `apply` then uses instead of taking it again (as RatingBook does)."""
+        self._counting = Counting(
+            params, calibrate_every_ms, lateness_ms, snapshot, fixed_snapshot is not None,
+            _States(model, self._states), self._new_display,
+        )  # fmt: skip
         self._units = 0
-        self.counted = 0
-        self.duplicates = 0
-        self.rejected = 0
-        self.rejected_by_reason: dict[str, int] = {}
-        self._watermark: int | None = None
-        self._pairs = PairTable(params.pair_memory_ms, lateness_ms)
 
     # -- reading --------------------------------------------------------------------------------
 
     @property
     def snapshot(self) -> Snapshot:
-        return self._snapshot
+        return self._counting.snapshot
 
     @property
     def watermark(self) -> int | None:
-        return self._watermark
+        return self._counting.watermark
 
     def is_late(self, ts: int) -> bool:
-        watermark = self._watermark
-        return watermark is not None and ts < watermark - self.lateness_ms
+        return self._counting.is_late(ts)
+
+    @property
+    def counted(self) -> int:
+        return self._counting.counted
+
+    @property
+    def duplicates(self) -> int:
+        return self._counting.duplicates
+
+    @property
+    def rejected(self) -> int:
+        return self._counting.rejected
+
+    @property
+    def rejected_by_reason(self) -> dict[str, int]:
+        return self._counting.rejected_by_reason
 
     @property
     def total_sigma_units(self) -> int:
@@ -117,7 +118,7 @@ class ModelBook(Generic[S]):
         """(attacker, victim, last counted ts) of every a→b pair the cooldown table still holds
         (`adr rebuild` writes the consumer's cooldown records from them)."""
         ids = self._ids
-        for (a, b), ts in self._pairs.items().items():
+        for (a, b), ts in self._counting.pairs.items().items():
             yield ids[a], ids[b], ts
 
     def predict(self, attacker: str, victim: str, ts: int) -> float:
@@ -140,53 +141,35 @@ class ModelBook(Generic[S]):
 
     def apply(self, event_id: str, attacker: str, victim: str, ts: int) -> Verdict:
         """Process one kill event (RatingBook.apply's steps, the model's update)."""
-        if attacker == victim:
-            return self._reject("self_kill")
-        if type(ts) is not int or not 0 <= ts <= MAX_TS_MS:
-            return self._reject("bad_ts")
-        if not attacker or not victim:
-            return self._reject("bad_player")
-        if self.is_late(ts):
-            return self._reject("late")
-        watermark = self._watermark
-        if watermark is None or ts > watermark:
-            self._watermark = watermark = ts
-        params = self.params
+        counting = self._counting
+        refused = counting.refusal(attacker, victim, ts)
+        if refused is not None:
+            return refused
         ia = self._index.get(attacker)
         ib = self._index.get(victim)
         last: int | None = None
         if ia is not None and ib is not None:
-            last = self._pairs.last(ia, ib, ts, watermark)
-            if is_duplicate(last, ts, params):
-                self.duplicates += 1
+            last = counting.pair_last(ia, ib, ts)
+            if counting.is_repeat(last, ts):
                 return DUPLICATE
-        if not self._fixed:
-            taken = self._snapshot.taken_at
-            if taken is None or ts - taken >= self.calibrate_every_ms:
-                self._snapshot = self._snapshot_at(ts)
-                self._pending = None
+        if counting.due(ts):
+            counting.take(ts)
         if ia is None:
             ia = self._track(attacker)
         if ib is None:
             ib = self._track(victim)
         states = self._states
         out = self.model.rate(
-            states[ia], states[ib], ts, self._units, len(states), self._snapshot, last
+            states[ia], states[ib], ts, self._units, len(states), counting.snapshot, last
         )
         states[ia], states[ib] = out.attacker, out.victim
         self._units += out.sigma_units_delta
         self._file(ia)
         self._file(ib)
-        self._pairs.put(ia, ib, ts, watermark, watermark - self.lateness_ms - params.pair_memory_ms)
-        self.counted += 1
+        counting.count(ia, ib, ts)
         return COUNTED
 
     # -- internals ------------------------------------------------------------------------------
-
-    def _reject(self, reason: str) -> Verdict:
-        self.rejected += 1
-        self.rejected_by_reason[reason] = self.rejected_by_reason.get(reason, 0) + 1
-        return _REJECTED[reason]
 
     def _track(self, player: str) -> int:
         state = self.model.new_player()
@@ -194,52 +177,36 @@ class ModelBook(Generic[S]):
         self._index[player] = i
         self._ids.append(player)
         self._states.append(state)
-        self._in_heap.append(False)
+        self._counting.track()
         self._units += self.model.units(state)
         return i
 
     def _file(self, i: int) -> None:
         """Give player i an entry in the active heap once it has an activity time."""
-        if not self._in_heap[i]:
+        counting = self._counting
+        if not counting.filed(i):
             since = self.model.activity_time(self._states[i])
             if since is not None:
-                heapq.heappush(self._heap, (since + self.params.active_ms, i))
-                self._in_heap[i] = True
-
-    def _active_since(self, i: int, now: int) -> bool:
-        since = self.model.activity_time(self._states[i])
-        return since is not None and since + self.params.active_ms > now
+                counting.file(i, since)
 
     def _snapshot_at(self, now: int) -> Snapshot:
         """The snapshot an event at `now` uses: the current one, or a fresh one if due."""
-        snapshot = self._snapshot
-        if self._fixed:
-            return snapshot
-        taken = snapshot.taken_at
-        if taken is not None and now - taken < self.calibrate_every_ms:
-            return snapshot
-        pending = self._pending
-        if pending is not None and pending[0] == now and pending[1] == self.counted:
-            return pending[2]
-        heap, active_ms = self._heap, self.params.active_ms
-        while heap and heap[0][0] <= now:  # expired entries: re-file if activity moved on
-            _expiry, i = heapq.heappop(heap)
-            since = self.model.activity_time(self._states[i])
-            if since is not None and since + active_ms > now:
-                heapq.heappush(heap, (since + active_ms, i))
-            else:
-                self._in_heap[i] = False
-        display = self.model.display
-        states = self._states
-        if not states:
-            return Snapshot(
-                taken_at=now,
-                mean_mu_active=snapshot.mean_mu_active,
-                boundaries=snapshot.boundaries,
-                active_count=0,
-            )
-        active = [display(states[i]) for _expiry, i in heap if self._active_since(i, now)]
-        every: Any = (display(state) for state in states)
-        taken_now = take_snapshot(now, active, every, snapshot, self.params)
-        self._pending = (now, self.counted, taken_now)
-        return taken_now
+        return self._counting.snapshot_at(now)
+
+
+class _States(Generic[S]):
+    """The counting rules' view of ModelBook's players: activity times and display ratings."""
+
+    def __init__(self, model: RatingModel[S], states: list[S]) -> None:
+        self._model = model
+        self._states = states
+
+    def activity(self, i: int) -> int | None:
+        return self._model.activity_time(self._states[i])
+
+    def rating(self, i: int) -> float:
+        return self._model.display(self._states[i])
+
+    def ratings(self) -> Iterator[float]:
+        display = self._model.display
+        return (display(state) for state in self._states)

@@ -26,7 +26,6 @@ class PlayerRecord:
     __slots__ = (
         "h_down",
         "h_up",
-        "in_heap",
         "last_ts",
         "mu",
         "n",
@@ -62,7 +61,6 @@ class PlayerRecord:
         self.rec_len: int = len(state.recent)
         self.rec_head: int = 0
         self.rec_newest: int = state.recent[-1] if state.recent else NO_TS
-        self.in_heap: bool = False  # has an entry in RatingBook's active heap
 
 
 class PlayerStore:

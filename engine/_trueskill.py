@@ -14,18 +14,12 @@ import dataclasses
 import math
 from typing import Final
 
-import msgspec
-
-from engine._elo import EMPTY_WINDOW, in_domain, in_tiers, no_window
 from engine._gaussian import cdf, v_win, w_win
-from engine._model import HashFields
+from engine._gaussian_player import GaussianModel, GaussianOutcome, GaussianState
 from engine._model_config import check
 from engine._state import Snapshot
-from engine._tiers import display_tier_step
 
 TRUESKILL: Final = "trueskill"
-_ENCODE: Final = msgspec.msgpack.Encoder().encode
-_ACCUMULATORS: Final = msgspec.msgpack.Decoder(tuple[float, float])
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -54,26 +48,13 @@ class TrueSkillConfig:
         )
 
 
-class TrueSkillState(msgspec.Struct, frozen=True, gc=False):
-    """A player's TrueSkill belief N(μ, σ²), counted kills and the last one's time."""
-
-    mu: float
-    sigma: float
-    n: int
-    last_ts: int | None
-    tier: int = 0
-    """0 unplaced, 1..15 (§6 on the display rating: engine.display_tier_step)."""
-    h_up: float = 0.0
-    h_down: float = 0.0
+class TrueSkillState(GaussianState, frozen=True, gc=False):
+    """A player's TrueSkill belief N(μ, σ²), counted kills and the last one's time (the fields:
+    engine._gaussian_player.GaussianState)."""
 
 
-class TrueSkillOutcome(msgspec.Struct, frozen=True, gc=False):
+class TrueSkillOutcome(GaussianOutcome[TrueSkillState], frozen=True, gc=False):
     """`TrueSkillModel.rate`'s result (engine.Outcome)."""
-
-    attacker: TrueSkillState
-    victim: TrueSkillState
-    p_ab: float
-    sigma_units_delta: int
 
 
 def win_probability(a: TrueSkillState, b: TrueSkillState, beta: float) -> float:
@@ -101,22 +82,19 @@ def rate_1vs1(
     )
 
 
-class TrueSkillModel:
-    """TrueSkill behind engine.RatingModel."""
+class TrueSkillModel(GaussianModel[TrueSkillState]):
+    """TrueSkill behind engine.RatingModel (its players: engine._gaussian_player)."""
 
     def __init__(self, config: TrueSkillConfig) -> None:
+        super().__init__(
+            TrueSkillState, config.mu, config.sigma, config.display_k, config.tier_n_min,
+            config.tier_h_req,
+        )  # fmt: skip
         self.config = config
-        self._new = TrueSkillState(mu=config.mu, sigma=config.sigma, n=0, last_ts=None)
 
     @property
     def name(self) -> str:
         return TRUESKILL
-
-    def new_player(self) -> TrueSkillState:
-        return self._new
-
-    def units(self, state: TrueSkillState) -> int:
-        return 0
 
     def predict(
         self,
@@ -144,45 +122,8 @@ class TrueSkillModel:
             a.mu, a.sigma, b.mu, b.sigma, config.beta, config.tau
         )
         return TrueSkillOutcome(
-            attacker=self._placed(a, TrueSkillState(mu_a, sigma_a, a.n + 1, ts), snapshot),
-            victim=self._placed(b, TrueSkillState(mu_b, sigma_b, b.n + 1, ts), snapshot),
+            attacker=self.placed(a, mu_a, sigma_a, ts, snapshot),
+            victim=self.placed(b, mu_b, sigma_b, ts, snapshot),
             p_ab=win_probability(a, b, config.beta),
             sigma_units_delta=0,
         )
-
-    def display(self, state: TrueSkillState) -> float:
-        """μ − k·σ."""
-        return state.mu - self.config.display_k * state.sigma
-
-    def tier(self, state: TrueSkillState) -> int:
-        return state.tier
-
-    def _placed(
-        self, old: TrueSkillState, new: TrueSkillState, snapshot: Snapshot
-    ) -> TrueSkillState:
-        """`new` with its tier (engine.display_tier_step on its display rating)."""
-        config = self.config
-        tier, h_up, h_down = display_tier_step(
-            old.tier, old.h_up, old.h_down, self.display(new), new.n, snapshot.boundaries,
-            config.tier_n_min, config.tier_h_req,
-        )  # fmt: skip
-        return TrueSkillState(new.mu, new.sigma, new.n, new.last_ts, tier, h_up, h_down)
-
-    def activity_time(self, state: TrueSkillState) -> int | None:
-        return state.last_ts
-
-    def to_fields(self, state: TrueSkillState) -> HashFields:
-        """mu: μ, sigma: σ, tier; state: [h_up, h_down]."""
-        return (
-            state.mu, state.sigma, state.n, state.last_ts, state.tier, EMPTY_WINDOW,
-            _ENCODE((state.h_up, state.h_down)),
-        )  # fmt: skip
-
-    def from_fields(self, fields: HashFields) -> TrueSkillState:
-        mu, sigma, n, last_ts, tier, window, packed = fields
-        no_window(window)
-        h_up, h_down = _ACCUMULATORS.decode(packed)
-        in_domain("mu", mu)
-        in_domain("sigma", sigma, positive=True)
-        in_tiers(tier, h_up, h_down)
-        return TrueSkillState(mu, sigma, n, last_ts, tier, h_up, h_down)

@@ -18,17 +18,11 @@ import dataclasses
 import math
 from typing import Final
 
-import msgspec
-
-from engine._elo import EMPTY_WINDOW, in_domain, in_tiers, no_window
-from engine._model import HashFields
+from engine._gaussian_player import GaussianModel, GaussianOutcome, GaussianState
 from engine._model_config import check
 from engine._state import Snapshot
-from engine._tiers import display_tier_step
 
 WENG_LIN: Final = "weng-lin"
-_ENCODE: Final = msgspec.msgpack.Encoder().encode
-_ACCUMULATORS: Final = msgspec.msgpack.Decoder(tuple[float, float])
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -60,26 +54,13 @@ class WengLinConfig:
         )
 
 
-class WengLinState(msgspec.Struct, frozen=True, gc=False):
-    """A player's belief N(μ, σ²), counted kills and the last one's time."""
-
-    mu: float
-    sigma: float
-    n: int
-    last_ts: int | None
-    tier: int = 0
-    """0 unplaced, 1..15 (§6 on the display rating: engine.display_tier_step)."""
-    h_up: float = 0.0
-    h_down: float = 0.0
+class WengLinState(GaussianState, frozen=True, gc=False):
+    """A player's belief N(μ, σ²), counted kills and the last one's time (the fields:
+    engine._gaussian_player.GaussianState)."""
 
 
-class WengLinOutcome(msgspec.Struct, frozen=True, gc=False):
+class WengLinOutcome(GaussianOutcome[WengLinState], frozen=True, gc=False):
     """`WengLinModel.rate`'s result (engine.Outcome)."""
-
-    attacker: WengLinState
-    victim: WengLinState
-    p_ab: float
-    sigma_units_delta: int
 
 
 def _grown(sigma: float, tau: float) -> float:
@@ -129,22 +110,20 @@ def win_probability(a: WengLinState, b: WengLinState, config: WengLinConfig) -> 
     return _terms(a.mu, _grown(a.sigma, tau), b.mu, _grown(b.sigma, tau), config.beta)[3]
 
 
-class WengLinModel:
-    """Weng–Lin (OpenSkill's Plackett–Luce) behind engine.RatingModel."""
+class WengLinModel(GaussianModel[WengLinState]):
+    """Weng–Lin (OpenSkill's Plackett–Luce) behind engine.RatingModel (its players:
+    engine._gaussian_player)."""
 
     def __init__(self, config: WengLinConfig) -> None:
+        super().__init__(
+            WengLinState, config.mu, config.sigma, config.display_k, config.tier_n_min,
+            config.tier_h_req,
+        )  # fmt: skip
         self.config = config
-        self._new = WengLinState(mu=config.mu, sigma=config.sigma, n=0, last_ts=None)
 
     @property
     def name(self) -> str:
         return WENG_LIN
-
-    def new_player(self) -> WengLinState:
-        return self._new
-
-    def units(self, state: WengLinState) -> int:
-        return 0
 
     def predict(
         self,
@@ -169,43 +148,8 @@ class WengLinModel:
     ) -> WengLinOutcome:
         mu_a, sigma_a, mu_b, sigma_b, p = rate_pair(a.mu, a.sigma, b.mu, b.sigma, self.config)
         return WengLinOutcome(
-            attacker=self._placed(a, WengLinState(mu_a, sigma_a, a.n + 1, ts), snapshot),
-            victim=self._placed(b, WengLinState(mu_b, sigma_b, b.n + 1, ts), snapshot),
+            attacker=self.placed(a, mu_a, sigma_a, ts, snapshot),
+            victim=self.placed(b, mu_b, sigma_b, ts, snapshot),
             p_ab=p,
             sigma_units_delta=0,
         )
-
-    def display(self, state: WengLinState) -> float:
-        """μ − k·σ (OpenSkill's ordinal with z = k)."""
-        return state.mu - self.config.display_k * state.sigma
-
-    def tier(self, state: WengLinState) -> int:
-        return state.tier
-
-    def _placed(self, old: WengLinState, new: WengLinState, snapshot: Snapshot) -> WengLinState:
-        """`new` with its tier (engine.display_tier_step on its display rating)."""
-        config = self.config
-        tier, h_up, h_down = display_tier_step(
-            old.tier, old.h_up, old.h_down, self.display(new), new.n, snapshot.boundaries,
-            config.tier_n_min, config.tier_h_req,
-        )  # fmt: skip
-        return WengLinState(new.mu, new.sigma, new.n, new.last_ts, tier, h_up, h_down)
-
-    def activity_time(self, state: WengLinState) -> int | None:
-        return state.last_ts
-
-    def to_fields(self, state: WengLinState) -> HashFields:
-        """mu: μ, sigma: σ, tier; state: [h_up, h_down]."""
-        return (
-            state.mu, state.sigma, state.n, state.last_ts, state.tier, EMPTY_WINDOW,
-            _ENCODE((state.h_up, state.h_down)),
-        )  # fmt: skip
-
-    def from_fields(self, fields: HashFields) -> WengLinState:
-        mu, sigma, n, last_ts, tier, window, packed = fields
-        no_window(window)
-        h_up, h_down = _ACCUMULATORS.decode(packed)
-        in_domain("mu", mu)
-        in_domain("sigma", sigma, positive=True)
-        in_tiers(tier, h_up, h_down)
-        return WengLinState(mu, sigma, n, last_ts, tier, h_up, h_down)

@@ -11,7 +11,14 @@ from typing import Any
 
 from engine import EngineError
 from evaluation._errors import EvaluationError
-from evaluation._generalize import ALL_SYSTEMS, SYSTEMS, default_settings, run_generalization
+from evaluation._generalize import (
+    ALL_SYSTEMS,
+    ENGINE_SYSTEMS,
+    SYSTEMS,
+    default_settings,
+    engine_models_meta,
+    run_generalization,
+)
 from evaluation._generalize_report import render
 from evaluation._settings import REPORT_SEEDS
 
@@ -44,6 +51,13 @@ def run_generalize(args: argparse.Namespace, started: float) -> int:
             candidate = {**profile_overrides(args.profile or "paper"), **_overrides(args.param)}
             Params.from_overrides(candidate)
         systems = SYSTEMS
+        if args.engine_models:
+            if args.systems or args.profile or args.param:
+                raise EvaluationError(
+                    "--engine-models runs every engine model at its defaults: no --systems, "
+                    "--profile or --param"
+                )
+            systems = ENGINE_SYSTEMS
         if args.systems:
             systems = tuple(s.strip() for s in args.systems.split(",") if s.strip())
             unknown = [s for s in systems if s not in ALL_SYSTEMS]
@@ -75,11 +89,14 @@ def run_generalize(args: argparse.Namespace, started: float) -> int:
         )
         figures["meta"]["runtime_s"] = time.perf_counter() - started
         figures["meta"]["jobs"] = args.jobs
+        if args.engine_models:
+            figures["meta"]["engine_models"] = engine_models_meta()
         figures["meta"]["command"] = (
             "adr evaluate --generalize"
             + (" --quick" if args.quick else "")
             + (f" --seeds {args.seeds}" if args.seeds else "")
             + (f" --settings {args.settings}" if args.settings != "held-out" else "")
+            + (" --engine-models" if args.engine_models else "")
             + (f" --systems {args.systems}" if args.systems else "")
             + (" --no-long" if args.no_long else "")
             + (f" --profile {args.profile}" if args.profile else "")

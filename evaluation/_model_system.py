@@ -26,8 +26,14 @@ class ModelSystem:
         calibrate_every_ms: int,
         name: str = "",
         lateness_ms: int = 3_600_000,
+        *,
+        strict: bool = True,
     ) -> None:
+        """`strict`: every event given must count (`adr evaluate --events` has already applied
+        the consumer's rules); without it the book's own rules decide, as a pool's would, and a
+        repeat inside the cooldown changes nothing (the synthetic streams, as for `AdrSystem`)."""
         self.model = model
+        self.strict = strict
         self.name = name or model.name
         self.book: ModelBook[Any] = ModelBook(
             model, params, calibrate_every_ms=calibrate_every_ms, lateness_ms=lateness_ms
@@ -39,7 +45,7 @@ class ModelSystem:
 
     def update(self, a: str, b: str, ts: int) -> None:
         verdict = self.book.apply("", a, b, ts)
-        if verdict is not COUNTED:
+        if verdict is not COUNTED and (self.strict or verdict.kind == "rejected"):
             raise EvaluationError(
                 f"{self.name}: {a} kills {b} at {ts} was counted by the consumer's rules but not "
                 f"by the model's book ({verdict.kind} {verdict.reason or ''}): the two disagree"

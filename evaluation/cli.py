@@ -23,7 +23,9 @@ from evaluation._stream import OUTCOME_MODELS
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 # Flags of the synthetic §10 runs that mean nothing with --events (refused there, exit 2).
-SYNTHETIC_ONLY = ("seeds", "players", "kills", "days", "no_long", "long_days", "systems")
+SYNTHETIC_ONLY = (
+    "seeds", "players", "kills", "days", "no_long", "long_days", "systems", "engine_models",
+)  # fmt: skip
 
 
 def _log(msg: str, level: str = "info", **fields: Any) -> None:
@@ -110,6 +112,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="instead of the §10 suite: every system on the named tuning and held-out settings "
         "(evaluation/_settings.py) and the issue-29 targets; takes --seeds, --quick, --jobs, "
         "--out, --systems, --no-long (docs/evaluation.md, 'Streams it was not tuned on')",
+    )
+    parser.add_argument(
+        "--engine-models",
+        action="store_true",
+        help="with --generalize: run every engine model as a pool runs it (adr and its "
+        "profiles recommended and general; elo with fixed, FIDE and USCF K; glicko2; trueskill; "
+        "weng-lin) instead of --systems, and add the per-model wins and losses to the report "
+        "(docs/evaluation.md, 'Every engine model: where it wins and where it loses')",
     )
     parser.add_argument(
         "--settings",
@@ -214,6 +224,9 @@ def run(args: argparse.Namespace) -> int:
         from evaluation._generalize_cli import run_generalize
 
         return run_generalize(args, started)
+    if args.engine_models:
+        print("adr evaluate: --engine-models goes with --generalize", file=sys.stderr)
+        return EXIT_USAGE
     try:
         overrides = {**profile_overrides(args.profile or "paper"), **_overrides(args.param)}
         Params.from_overrides(overrides)

@@ -156,7 +156,7 @@ def test_book_equals_the_reference_driver_bit_for_bit(events: list[Event], param
 def test_cooldown_pruning_keeps_dedup_exact(events: list[Event], params: Params) -> None:
     # lateness 0 and a sweep every second: pairs move to runs and runs expire all the time.
     book = RatingBook(params, calibrate_every_ms=EVERY_MS, lateness_ms=0)
-    book._pairs = PairTable(params.pair_memory_ms, 0, sweep_every_ms=1000)
+    book._counting.pairs = PairTable(params.pair_memory_ms, 0, sweep_every_ms=1000)
     for i, (a, b, ts) in enumerate(events):
         book.apply(str(i), a, b, ts)
     states, snapshot, _ = reference_replay(events, params)

@@ -1,8 +1,9 @@
 """The prose quotes the committed reports: every `mean [lo, hi]` figure in docs/evaluation.md and
 in the README's evaluation section appears verbatim in reports/latest/report.md or (the opt-in
 extensions) reports/extensions, reports/six-years, reports/logistic-link, (issue 29)
-reports/generalize, generalize-tuning, generalize-trueskill and generalize-ablation, or
-(`adr evaluate --events` on the committed sample log) reports/sample-events (report.md)."""
+reports/generalize, generalize-tuning, generalize-trueskill and generalize-ablation, (issue 28,
+every engine model) reports/models, or (`adr evaluate --events` on the committed sample log)
+reports/sample-events (report.md)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ def test_every_interval_quoted_in_the_docs_is_in_the_report() -> None:
         "generalize-trueskill",
         "generalize-ablation",
         "sample-events",
+        "models",
     )
     report = "\n".join((ROOT / "reports" / n / "report.md").read_text() for n in names)
     docs = (ROOT / "docs" / "evaluation.md").read_text()
