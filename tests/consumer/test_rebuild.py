@@ -249,7 +249,7 @@ def test_a_model_pool_rebuilt_then_consumed_equals_a_consumer_of_everything_and_
         S.wait_applied(client, keys, topic, {0: len(events)}, 240, alive=consumer.thread.is_alive)
     finally:
         consumer.stop()
-    changes = S.read_topic(kafka_bootstrap, f"{topic}-ratings", timeout=10, idle=2)
+    changes = S.read_topic(kafka_bootstrap, f"{topic}-ratings")
 
     # equal to a consumer of the same model that consumed everything...
     keys_all, client_all, _config = S.consume_all(
