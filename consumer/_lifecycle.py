@@ -334,7 +334,7 @@ class Lifecycle:
                 )
             self._metrics.swallowed.labels("kafka_consume").inc()
         if good:
-            self._metrics.health.set("broker", True)
+            self._clients.errors.answered()
             self._metrics.degraded.recovered(KILL_EVENTS, self._config.topic)
         return good
 
@@ -424,7 +424,6 @@ class Lifecycle:
     def _applied(self, plan: Plan, started: float) -> None:
         """A write applied as computed: Redis acknowledged its offsets and states."""
         self._metrics.redis_write.observe(time.perf_counter() - started)
-        self._metrics.health.set("redis", True)
         self.cache.store(plan.states)
         self._partitions.acknowledged(plan.offsets)
 
