@@ -35,7 +35,7 @@ from typing import NamedTuple, cast
 import redis
 from confluent_kafka import KafkaException, Message
 
-from consumer._batch import Plan, Rating, View
+from consumer._batch import Plan, View
 from consumer._cache import Overlay, StateCache
 from consumer._clients import Clients
 from consumer._collector import Collector
@@ -45,6 +45,7 @@ from consumer._intake import Intake
 from consumer._metrics import Metrics, observe_ages
 from consumer._partitions import Partitions, commit_at
 from consumer._ports import PendingWrite
+from consumer._rating import Rating
 from consumer._retry import RedisRetry, retriable
 from consumer._stages import NO_STAGES, RELAY, StageTimer
 from consumer._write_policy import WritePolicy
