@@ -5,7 +5,7 @@
                     ones dead-lettered, and a partition whose copy the broker did not take cut
                     at that message (`decode`, the work in consumer/_intake.py)
     3. rate         dedup and rate on what the pool holds (the pure `Rating.rate`,
-                    consumer/_batch.py); the events it leaves out come back as a value and are
+                    consumer/_rating.py); the events it leaves out come back as a value and are
                     dead-lettered before any write leaves them out (`rate`)
     4. write ahead  the rated batch is held; its atomic write goes out right behind the next
                     batch's read, on one connection, and the next batch is rated on top of what
