@@ -50,7 +50,7 @@ from consumer._retry import RedisRetry, retriable
 from consumer._stages import NO_STAGES, RELAY, StageTimer
 from consumer._write_policy import WritePolicy
 from consumer.config import Config
-from redis_layout import Conflict, Keys
+from redis_layout import Conflict
 
 log = logging.getLogger("adr.consumer")
 
@@ -77,13 +77,12 @@ class Lifecycle:
         stages: StageTimer = NO_STAGES,
     ) -> None:
         self._config = config
-        self._keys = Keys(config.namespace)
         self._clients = clients
         self._metrics = metrics
         self._partitions = partitions
         self._retry = retry
         self.rating = rating
-        """The pure rating step (consumer/_batch.py) with the pool's model and settings."""
+        """The pure rating step (consumer/_rating.py) with the pool's model and settings."""
         self._collector = collector
         self._stages = stages
         self._intake = Intake(config, clients, metrics, partitions, stages)
