@@ -21,7 +21,6 @@ from typing import Any, Final
 import redis
 from confluent_kafka import Message, TopicPartition
 
-from consumer._batch import Rating
 from consumer._clients import Clients
 from consumer._collector import Collector
 from consumer._degraded import KILL_EVENTS
@@ -30,6 +29,7 @@ from consumer._lifecycle import Lifecycle
 from consumer._metrics import Metrics, serve
 from consumer._partitions import Partitions
 from consumer._ports import KillLog, RatingProducer
+from consumer._rating import Rating
 from consumer._retry import RedisRetry
 from consumer._stages import NO_STAGES, StageTimer
 from consumer._topic_watch import TopicWatch
@@ -97,6 +97,15 @@ class Pipeline:
         )
         self._next_lag = 0.0
         self._topic_watch = TopicWatch(config.topic, self.metrics)
+        # Readiness, read from the parts that know it (consumer/_health.py); `consume` is wired
+        # by Metrics itself (its Degraded paths).
+        self.metrics.health.watch(
+            assigned=self.partitions,
+            redis=retry,
+            broker=self.clients.errors,
+            dead_letters=self.blocked,
+            offsets=self.log_range,
+        )
         self.http: ThreadingHTTPServer | None = None
 
     @property
@@ -221,8 +230,7 @@ class Pipeline:
             return
         self.metrics.rebalances.inc()
         self.metrics.degraded.recovered(KILL_EVENTS, self.config.topic)  # the group admits it
-        self.metrics.health.set("assigned", True)
-        self.metrics.health.set("broker", True)
+        self.clients.errors.answered()
 
     def _on_revoke(self, consumer: KillLog, partitions: list[TopicPartition]) -> None:
         log.info("partitions revoked", extra={"partitions": [tp.partition for tp in partitions]})
