@@ -21,7 +21,9 @@ The consumer, the tier job, the leaderboard reader and the benches use it.
 Exceptions: `LayoutError` (root) ← `CorruptValue` (a value read back that its codec cannot
 decode), `Conflict` (the write script found a value the batch was computed from changed),
 `UnknownLayout` (`{ns}:layout` holds a version this release does not know), `ModelMismatch`
-(`{ns}:model` records another model or other parameters).
+(`{ns}:model` records another model or other parameters), `BadMeta` (per-player metadata that
+breaks a limit of redis_layout.meta_codec, or is not a JSON object of scalars),
+`UnknownMetaVersion` (a stored metadata value of a version this release does not know).
 """
 
 from redis_layout._errors import Conflict, CorruptValue, LayoutError

@@ -89,7 +89,7 @@ NATIVE_SOURCE: Final = "adr_cli/_rebuild_core.c"
 """`adr rebuild`'s native batch core (docs/native.md): a C extension the compiled wheel carries
 beside the mypyc modules (setup.py), built under the same conditions (a C compiler, the Python
 headers, not ADR_COMPILED=0); without it `adr rebuild` runs its pure path."""
-NATIVE_MODULE: Final = "adr_cli._rebuild_core"
+NATIVE_MODULE: Final = NATIVE_SOURCE.removesuffix(".c").replace("/", ".")  # as MODULES
 NATIVE_CFLAGS: Final = ("-O2", "-std=gnu11", "-ffp-contract=off", "-fno-fast-math")
 """Bit-identity with the pure engine: no fused multiply-add (-ffp-contract=off; gcc contracts
 by default), no fast-math reassociation; x86-64 and arm64 doubles are IEEE-754 binary64."""
