@@ -13,6 +13,7 @@ from engine._errors import EngineError
 from engine._kill import NextScalars, Scalars, kill_update, predict
 from engine._pair_load import PairLoads, load_weight
 from engine._pairs import PairTable
+from engine._season import NO_SEASONS, SeasonSchedule, ladder_of, reset_scalars
 from engine._sigma import sigma_mean, sigma_units
 from engine._snapshot import take_snapshot
 from engine._state import PlayerState, Snapshot, initial_snapshot, new_player
@@ -48,6 +49,10 @@ class RatingBook:
     Late events (not in the paper): the book keeps a watermark W = max ts accepted; an event with
     ts < W − lateness_ms is rejected ("late"). That lets a→b cooldown entries with
     t' + cooldown ≤ W − lateness be dropped while dedup stays exact for every accepted event.
+
+    Seasons (`seasons`, engine/_season.py): a player's first counted event at or after a season's
+    start takes that season's soft reset before it is rated (`season_step`'s rule, on the
+    records).
     """
 
     def __init__(
@@ -57,10 +62,13 @@ class RatingBook:
         calibrate_every_ms: int = DEFAULT_CALIBRATE_EVERY_MS,
         fixed_snapshot: Snapshot | None = None,
         lateness_ms: int = DEFAULT_LATENESS_MS,
+        seasons: SeasonSchedule = NO_SEASONS,
     ) -> None:
         if calibrate_every_ms < 0 or lateness_ms < 0:
             raise EngineError("calibrate_every_ms and lateness_ms must be >= 0")
         self.params = params
+        self.seasons = seasons
+        self._newest_counted: int | None = None  # the largest counted ts (the ladder's season)
         self.calibrate_every_ms = calibrate_every_ms
         self.lateness_ms = lateness_ms
         self._fixed = fixed_snapshot is not None
@@ -93,6 +101,13 @@ class RatingBook:
     def watermark(self) -> int | None:
         """The largest event time accepted so far (ms)."""
         return self._watermark
+
+    @property
+    def ladder(self) -> int:
+        """The season the live ladder shows: that of the largest counted event time (0: the
+        first; docs/api.md, "Seasons")."""
+        newest = self._newest_counted
+        return 0 if newest is None else ladder_of(self.seasons, newest)
 
     def is_late(self, ts: int) -> bool:
         """Whether an event at `ts` is late: older than the watermark less `lateness_ms`."""
@@ -185,6 +200,12 @@ class RatingBook:
             ia = self._track(attacker)
         if ib is None:
             ib = self._track(victim)
+        if self.seasons.starts:
+            self._season_step(ia, ts)
+            self._season_step(ib, ts)
+        newest = self._newest_counted
+        if newest is None or ts > newest:
+            self._newest_counted = ts
         loads = self._loads
         if loads is None:
             self._rate(ia, ib, ts, last)
@@ -232,6 +253,26 @@ class RatingBook:
                 r.in_heap = True
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _season_step(self, i: int, ts: int) -> None:
+        """engine.season_step on player i's record: the soft reset of every season start its
+        event at `ts` crosses (its newest counted time < start <= ts); none for a player with no
+        counted event. S follows the new σ."""
+        r = self._store.records[i]
+        if r.rec_len == 0:
+            return
+        newest = r.rec_newest
+        params = self.params
+        for start in self.seasons.starts:
+            if start.start_ms > ts:
+                break
+            if newest < start.start_ms:
+                r.mu, r.sigma = reset_scalars(r.mu, r.sigma, start.pool_mean, start.reset, params)
+                r.streak = 0
+                r.phi = r.h_up = r.h_down = 0.0
+                units = sigma_units(r.sigma, params)
+                self._units += units - r.sigma_u
+                r.sigma_u = units
 
     def _reject(self, reason: str) -> Verdict:
         self.rejected += 1
