@@ -18,6 +18,7 @@ from typing import cast
 from confluent_kafka import KafkaException, Message, TopicPartition
 
 from consumer._dead_letters import REASONS, Stop
+from consumer._health import Status
 from consumer._metrics import Metrics
 from consumer._ports import KillLog
 
@@ -44,6 +45,9 @@ class Blocked:
         self._initial_s = initial_s
         self._max_s = max_s
         self._blocks: dict[int, _Block] = {}
+        self.status = Status(True)
+        """Readiness part `dead_letters` (consumer/_health.py): down while a partition is
+        stopped; the detail names each (`stopped=<partition>@<offset>:<reason>,...`)."""
         self._publish()
 
     def admit(self, messages: list[Message]) -> list[Message]:
@@ -129,8 +133,7 @@ class Blocked:
         for reason in REASONS:
             n = sum(1 for b in self._blocks.values() if b.stop.reason == reason)
             m.dead_letter_blocked.labels(reason).set(n)
-        m.health.set("dead_letters", not self._blocks)
         stopped = ",".join(
             f"{p}@{b.stop.offset}:{b.stop.reason}" for p, b in sorted(self._blocks.items())
         )
-        m.health.note("stopped", stopped or None)
+        self.status = Status(not self._blocks, stopped or None)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Final
 
+from consumer._health import Status
 from consumer._kafka_faults import Fault
 
 if TYPE_CHECKING:
@@ -44,6 +45,9 @@ class Degraded:
     def __init__(self, metrics: Metrics) -> None:
         self._metrics = metrics
         self._now: dict[tuple[str, str], Fault] = {}  # (path, topic) -> the fault it has now
+        self.status = Status(True)
+        """Readiness part `consume` (consumer/_health.py): down while the kill-event path is
+        degraded; the detail names every degraded path (`degraded=...`)."""
 
     def failed(self, path: str, topic: str, fault: Fault, count: int = 1, sample: str = "") -> None:
         """`count` refusals of `fault` on `path` to or from `topic` (`sample`: an id or a
@@ -88,7 +92,8 @@ class Degraded:
         return None if fault is None else fault.cause.value
 
     def _show(self) -> None:
-        m = self._metrics
         shown = sorted(f"{p}:{t}:{f.cause.value}" for (p, t), f in self._now.items())
-        m.health.note("degraded", ",".join(shown) if shown else None)
-        m.health.set("consume", not any(p in _NOT_READY_WHILE for p, _ in self._now))
+        self.status = Status(
+            not any(p in _NOT_READY_WHILE for p, _ in self._now),
+            ",".join(shown) if shown else None,
+        )

@@ -10,6 +10,7 @@ from typing import Final
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer
 
 from consumer._errors import FatalClientError
+from consumer._health import Status
 from consumer._metrics import Metrics
 from consumer.config import Config
 from runtime.logs import kafka_logger
@@ -19,6 +20,8 @@ KAFKA_LOG: Final = kafka_logger("adr.consumer.kafka")
 _MAX_FETCH_WAIT_MS: Final = 100
 _MAX_POLL_INTERVAL_MS: Final = 300_000
 _PRODUCER_LINGER_MS: Final = 5
+_BROKER_UP: Final = Status(True)
+_BROKER_DOWN: Final = Status(False)
 
 
 def is_fatal(err: object) -> bool:
@@ -35,6 +38,13 @@ class KafkaErrors:
         self._metrics = metrics
         self.fatal: KafkaError | None = None
         """The fatal error reported (None: none since the clients were made)."""
+        self.status = _BROKER_DOWN
+        """Readiness part `broker` (consumer/_health.py): down from the first report that the
+        brokers are down or unreachable until the broker answers again (`answered`)."""
+
+    def answered(self) -> None:
+        """The broker answered (kill events read, partitions assigned): `broker` is up."""
+        self.status = _BROKER_UP
 
     def raise_if_fatal(self, err: object = None) -> None:
         """FatalClientError if `err` (a client error or exception) or a reported error is fatal."""
@@ -49,7 +59,7 @@ class KafkaErrors:
         if is_fatal(err):
             self.fatal = err
         if err.code() in (KafkaError._ALL_BROKERS_DOWN, KafkaError._TRANSPORT):
-            self._metrics.health.set("broker", False)
+            self.status = _BROKER_DOWN
         self._metrics.swallowed.labels("kafka").inc()
         KAFKA_LOG.warning(
             "kafka client error (retrying)", extra={"error": str(err), "code": err.name()}

@@ -3,7 +3,7 @@
     1. read         up to `batch_size` messages from the kill log (`read`)
     2. decode       transport errors dropped, kill events decoded and checked; the rejected
                     ones dead-lettered, and a partition whose copy the broker did not take cut
-                    at that message (`decode`)
+                    at that message (`decode`, the work in consumer/_intake.py)
     3. rate         dedup and rate on what the pool holds (the pure `Rating.rate`,
                     consumer/_batch.py); the events it leaves out come back as a value and are
                     dead-lettered before any write leaves them out (`rate`)
@@ -33,26 +33,23 @@ import time
 from typing import NamedTuple, cast
 
 import redis
-from confluent_kafka import KafkaError, KafkaException, Message
+from confluent_kafka import KafkaException, Message
 
 from consumer._batch import Plan, Rating, View
 from consumer._cache import Overlay, StateCache
 from consumer._clients import Clients
 from consumer._collector import Collector
-from consumer._dead_letters import Stop
-from consumer._decoding import Accepted, Batch, decode_messages, next_offsets
-from consumer._degraded import KILL_EVENTS
+from consumer._decoding import Accepted, Batch
 from consumer._errors import CorruptState, RedisBehind
-from consumer._kafka_faults import classify
+from consumer._intake import Intake
 from consumer._metrics import Metrics, observe_ages
 from consumer._partitions import Partitions, commit_at
 from consumer._ports import PendingWrite
 from consumer._retry import RedisRetry, retriable
-from consumer._stages import DECODE, NO_STAGES, RELAY, StageTimer
+from consumer._stages import NO_STAGES, RELAY, StageTimer
 from consumer._write_policy import WritePolicy
 from consumer.config import Config
 from redis_layout import Conflict, Keys
-from schemas import Limits
 
 log = logging.getLogger("adr.consumer")
 
@@ -88,7 +85,7 @@ class Lifecycle:
         """The pure rating step (consumer/_batch.py) with the pool's model and settings."""
         self._collector = collector
         self._stages = stages
-        self._limits = Limits(max_age_ms=config.max_age_ms, max_future_ms=config.max_future_ms)
+        self._intake = Intake(config, clients, metrics, partitions, stages)
         self.cache = StateCache(config.state_cache_players)
         self.policy = WritePolicy(self.cache, metrics)
         self.held: Ready | None = None
@@ -129,25 +126,10 @@ class Lifecycle:
         self.held = Ready(batch, plan)
 
     def decode(self, messages: list[Message]) -> Batch | None:
-        """Step 2. The batch's kill events and next offsets (None: nothing to apply).
-
-        Rejected messages are copied to the dead-letter topic first; a partition with a copy the
-        broker did not acknowledge stops at that message (consumer/_blocked.py): nothing at or
-        after it is applied, so its stored offset stays there."""
-        started = time.perf_counter()
-        good = self._keep_data(messages)
-        if not good:
-            return None
-        self._stages.start()
-        accepted, rejected = self._decode(good)
-        self._stages.stop(DECODE)
-        stops = self._dead_letter(rejected)
-        if stops:  # nothing at or after a stop is applied: the partition stays there
-            good = [m for m in good if not _stopped(stops, m.partition(), m.offset())]
-            accepted = [a for a in accepted if not _stopped(stops, a.partition, a.offset)]
-            if not good:
-                return None
-        return Batch(accepted, next_offsets(good), len(good), started, self._keys)
+        """Step 2. The batch's kill events and next offsets (None: nothing to apply): transport
+        errors dropped, the rejected messages dead-lettered first, a partition whose copy the
+        broker did not take stopped there (consumer/_intake.py)."""
+        return self._intake.take(messages)
 
     def rate(self, batch: Batch, view: View) -> Plan:
         """Step 3. Dedup and rate `batch` on `view`. The events rating leaves out (`id_reused`,
@@ -159,7 +141,7 @@ class Lifecycle:
             self._report_rejected(plan, rejected)
             if not rejected:
                 return plan
-            stops = self._dead_letter(
+            stops = self._intake.dead_letter(
                 [(cast(Message, a.message), why) for a, why in rejected],
                 {(a.partition, a.offset): a.event.id for a, _why in rejected},
             )
@@ -313,51 +295,6 @@ class Lifecycle:
 
     # -- inside the steps ---------------------------------------------------------------------
 
-    def _keep_data(self, messages: list[Message]) -> list[Message]:
-        """Drop (and count) transport errors; what remains are records of our partitions."""
-        good: list[Message] = []
-        log_range = self._partitions.log_range
-        for m in self._partitions.blocked.admit(messages):
-            err = m.error()
-            if err is None:
-                good.append(m)
-                continue
-            self._clients.errors.raise_if_fatal(err)  # the batch is not applied
-            if err.code() == KafkaError._AUTO_OFFSET_RESET:
-                partition = m.partition()
-                if partition is not None and partition not in log_range.held:
-                    # the position fell outside the log while reading (retention, truncation)
-                    log_range.hold(self._clients.kafka, partition, str(err))
-            else:  # one summary line per cause, the metric, /readyz (consumer/_degraded.py)
-                self._metrics.degraded.failed(
-                    KILL_EVENTS, self._config.topic, classify(err), sample=_where(m)
-                )
-            self._metrics.swallowed.labels("kafka_consume").inc()
-        if good:
-            self._metrics.health.set("broker", True)
-            self._metrics.degraded.recovered(KILL_EVENTS, self._config.topic)
-        return good
-
-    def _decode(self, messages: list[Message]) -> tuple[list[Accepted], list[tuple[Message, str]]]:
-        """Typed kill events, and the messages that are not (with their reason)."""
-        decoded = decode_messages(messages, time.time_ns() // 1_000_000, self._limits)
-        for m, error in decoded.failures:
-            self._metrics.swallowed.labels("decode").inc()
-            log.error("decoder raised", extra={"error": error, "offset": m.offset()})
-        return decoded.accepted, decoded.rejected
-
-    def _dead_letter(
-        self,
-        rejected: list[tuple[Message, str]],
-        event_ids: dict[tuple[int, int], str] | None = None,
-    ) -> dict[int, Stop]:
-        """Copy `rejected` to the dead-letter topic; the partitions whose copy the broker did not
-        take are stopped there (consumer/_blocked.py), and their stops returned. `event_ids`:
-        (partition, offset) -> id of the rejected events that decoded (the summary's sample)."""
-        stops = self._clients.dead_letters.send(rejected, self._metrics.tick, event_ids)
-        self._partitions.blocked.stop(self._clients.kafka, stops)
-        return stops
-
     def _report_rejected(self, plan: Plan, rejected: list[tuple[Accepted, str]]) -> None:
         if plan.unratable:
             self._metrics.corrupt_state.labels("rating").inc(plan.unratable)
@@ -424,7 +361,6 @@ class Lifecycle:
     def _applied(self, plan: Plan, started: float) -> None:
         """A write applied as computed: Redis acknowledged its offsets and states."""
         self._metrics.redis_write.observe(time.perf_counter() - started)
-        self._metrics.health.set("redis", True)
         self.cache.store(plan.states)
         self._partitions.acknowledged(plan.offsets)
 
@@ -447,16 +383,3 @@ def _settle(write: PendingWrite) -> None:
     its reply does not stay on the connection."""
     with contextlib.suppress(Conflict, redis.RedisError):
         write.result()
-
-
-def _where(m: Message) -> str:
-    """topic/partition@offset of a consume error, "" for one of no partition (the group's)."""
-    if m.topic() is None or m.partition() is None:
-        return ""
-    return f"{m.topic()}/{m.partition()}@{m.offset()}"
-
-
-def _stopped(stops: dict[int, Stop], partition: int | None, offset: int | None) -> bool:
-    """Whether a message is at or after its partition's stop."""
-    stop = stops.get(cast(int, partition))
-    return stop is not None and cast(int, offset) >= stop.offset

@@ -19,6 +19,7 @@ from typing import Final
 
 from confluent_kafka import KafkaException, TopicPartition
 
+from consumer._health import Status
 from consumer._metrics import Metrics
 from consumer._ports import KillLog
 
@@ -37,6 +38,9 @@ class LogRange:
         self._next_check = 0.0
         self.held: dict[int, str] = {}
         """partition -> why it is held."""
+        self.status = Status(True)
+        """Readiness part `offsets` (consumer/_health.py): down while a partition is held; the
+        detail names them (`held=<partition>,...`)."""
 
     def outside(self, consumer: KillLog, partition: int, stored: int | None) -> str | None:
         """Why `stored` cannot be read from (None: it can).
@@ -103,6 +107,4 @@ class LogRange:
 
     def _publish(self) -> None:
         """/readyz: `offsets=0 held=<partition>,...` while any partition is held."""
-        m = self._metrics
-        m.health.set("offsets", not self.held)
-        m.health.note("held", ",".join(str(p) for p in sorted(self.held)) or None)
+        self.status = Status(not self.held, ",".join(str(p) for p in sorted(self.held)) or None)

@@ -17,6 +17,7 @@ from prometheus_client import (
 )
 
 from consumer._degraded import Degraded
+from consumer._health import Health
 from consumer._log_summary import Summaries
 from runtime.http import DISCONNECTS_HELP, serve_probes
 
@@ -27,52 +28,6 @@ _LATENCY_BUCKETS: Final = (
 _SIZE_BUCKETS: Final = (1, 10, 50, 100, 250, 500, 1000, 2000, 5000, 10000)
 _STALL_AFTER_S: Final = 60.0
 """/healthz fails when the main loop has not ticked for this long."""
-
-
-class Health:
-    """Readiness (/readyz), one object: each part the consumer needs is up or down, with what
-    /readyz shows beyond it (e.g. `stopped` partitions, `held` ones).
-
-    Parts: `assigned` (partitions were assigned), `redis` (the last Redis step answered),
-    `broker` (the broker answered), `consume` (the kill-event path is not degraded:
-    consumer/_degraded.py), `dead_letters` (no partition stopped at an undelivered dead letter),
-    `offsets` (no partition held for a stored offset outside its log)."""
-
-    PARTS: Final = ("assigned", "redis", "broker", "consume", "dead_letters", "offsets")
-
-    def __init__(self) -> None:
-        self._up = dict.fromkeys(self.PARTS, False)
-        self._up.update(consume=True, dead_letters=True, offsets=True)
-        self._detail: dict[str, str] = {}
-
-    def set(self, part: str, up: bool) -> None:
-        if part not in self._up:
-            raise KeyError(part)
-        self._up[part] = up
-
-    def note(self, name: str, detail: str | None) -> None:
-        """Show `name=detail` in /readyz (None: no longer)."""
-        if detail is None:
-            self._detail.pop(name, None)
-        else:
-            self._detail[name] = detail
-
-    def up(self, part: str) -> bool:
-        return self._up[part]
-
-    def detail(self, name: str) -> str | None:
-        return self._detail.get(name)
-
-    def ready(self) -> bool:
-        return all(self._up.values())
-
-    def report(self) -> tuple[bool, str]:
-        """(ready, `part=0|1 ... name=detail ...`) as /readyz answers."""
-        text = " ".join(
-            [f"{k}={int(v)}" for k, v in dict(self._up).items()]
-            + [f"{k}={v}" for k, v in dict(self._detail).items()]
-        )
-        return self.ready(), text
 
 
 class Metrics:
@@ -205,11 +160,12 @@ class Metrics:
         self.probe_disconnects = Counter("adr_probe_disconnects", DISCONNECTS_HELP, registry=r)
         self.last_tick = time.monotonic()
         self.health = Health()
-        """Readiness (/readyz)."""
+        """Readiness (/readyz), read from the parts wired to it (consumer/_health.py)."""
         self.logs = Summaries()
         """Rate-limited summary lines (dead letters, late events, Kafka refusals)."""
         self.degraded = Degraded(self)
         """The degraded Kafka paths (consumer/_degraded.py)."""
+        self.health.watch(consume=self.degraded)
 
     def tick(self) -> None:
         self.last_tick = time.monotonic()

@@ -21,6 +21,7 @@ from consumer._blocked import Blocked
 from consumer._clients import Clients
 from consumer._epoch import PoolEpoch
 from consumer._errors import RedisBehind
+from consumer._health import Status
 from consumer._log_range import LogRange
 from consumer._metrics import Metrics
 from consumer._ports import KillLog
@@ -30,6 +31,7 @@ from consumer.config import Config
 log = logging.getLogger("adr.consumer")
 
 _COMMITTED_TIMEOUT_S: Final = 5.0
+_ASSIGNED: Final = Status(True)
 """How long an assignment waits for the group's committed offsets (compared with Redis's)."""
 
 
@@ -70,6 +72,9 @@ class Partitions:
         it (Redis holding less is RedisBehind: `check`)."""
         self.epoch = PoolEpoch(metrics)
         """The pool epoch (consumer/_epoch.py), raised when Redis holds less than was written."""
+        self.status = Status(False)
+        """Readiness part `assigned` (consumer/_health.py): up once an assignment was taken
+        (also an empty one: an instance with no partitions is ready to get some)."""
 
     def check(self, stored: dict[int, int | None], epoch: int | None = None) -> None:
         """RedisBehind if Redis holds a lower next offset than confirmed for a partition, or a
@@ -135,6 +140,7 @@ class Partitions:
         reading = [tp for tp in assignment if tp.partition not in held]
         if reading:
             consumer.resume(reading)
+        self.status = _ASSIGNED
         log.info(
             "partitions assigned",
             extra={"partitions": {tp.partition: tp.offset for tp in assignment}},

@@ -1,11 +1,12 @@
 """The outbox relay: rating changes written by the atomic batch write -> Kafka, at least once.
 
 Each outbox entry holds one batch's rating changes (`m`: msgpack array of [player, message]).
-Entries are read through a Redis stream consumer group, so instances sharing a namespace never
-send the same entry twice while alive. An entry is XACKed and XDELed only after Kafka confirmed
-every message of it; an entry read by an instance that then died is claimed by another after
-`outbox_claim_idle_ms` and sent again: the only way a duplicate (same `id`) reaches
-`rating-changes`.
+Entries are read through a Redis stream consumer group (the stream's side: consumer/_outbox.py;
+this module is the producer's side: what to take, produce and settle, and the broker's faults), so
+instances sharing a namespace never send the same entry twice while alive. An entry is XACKed and
+XDELed only after Kafka confirmed every message of it; an entry read by an instance that then died
+is claimed by another after `outbox_claim_idle_ms` and sent again: the only way a duplicate (same
+`id`) reaches `rating-changes`.
 
 How an entry is confirmed ("settled"), without a Python call per delivered message: the producer
 reports failed messages only (`delivery.report.only.error`, consumer/_kafka.py; the client keeps
@@ -58,7 +59,6 @@ import logging
 import time
 from typing import Any, Final
 
-import msgspec
 import redis
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
@@ -66,25 +66,11 @@ from consumer._degraded import RATING_CHANGES
 from consumer._errors import KafkaUnrecoverable
 from consumer._kafka_faults import Action, Fault, classify
 from consumer._metrics import Metrics
+from consumer._outbox import OutboxMessage, OutboxStream
 from consumer.config import Config
 from redis_layout import Keys
 from runtime.kafka_produce import produce_waiting
 
-GROUP: Final = "relay"
-
-
-class _Message(msgspec.Struct, array_like=True, gc=False, forbid_unknown_fields=True, frozen=True):
-    """One [player, rating-change bytes] pair of an entry, decoded as strictly as a tuple would
-    be (exactly two items, a str and bytes); gc=False: the thousands a pump holds until the
-    broker confirms them are never scanned by the garbage collector, where tuples would be."""
-
-    player: str
-    value: bytes
-
-
-_ENTRY: Final = msgspec.msgpack.Decoder(list[_Message])
-_ONE: Final = msgspec.msgpack.Encoder()
-_ACK_CHUNK: Final = 1000
 _STUCK_S: Final = 5.0
 """Messages unconfirmed this long (the producer's queue never drained): ask the broker why."""
 _METADATA_TIMEOUT_S: Final = 1.0
@@ -99,7 +85,7 @@ class _Entry:
 
     __slots__ = ("entry_id", "failed", "messages", "sent")
 
-    def __init__(self, entry_id: bytes, messages: list[_Message]) -> None:
+    def __init__(self, entry_id: bytes, messages: list[OutboxMessage]) -> None:
         self.entry_id = entry_id
         self.messages = messages
         self.sent = 0  # messages handed to the producer so far
@@ -114,9 +100,10 @@ class Relay:
     def __init__(
         self, client: redis.Redis, producer: Producer, keys: Keys, config: Config, metrics: Metrics
     ) -> None:
-        self._r = client
+        self._outbox = OutboxStream(
+            client, keys, config.instance_id, config.outbox_claim_idle_ms, metrics
+        )
         self._producer = producer
-        self._keys = keys
         self._config = config
         self._metrics = metrics
         self._done: list[bytes] = []
@@ -125,8 +112,6 @@ class Relay:
         self._unsent: collections.deque[_Entry] = collections.deque()  # read, not all produced
         self._produced: list[_Entry] = []  # produced in full, not settled yet
         self._next_claim = 0.0
-        self._claim_from = "0-0"
-        self._group_ready = False
         self._retry_at = 0.0  # after a refusal of the topic: no produce() before this
         self._backoff_s = 0.0
         self._waiting_since: float | None = None  # the producer's queue has not drained since
@@ -152,33 +137,26 @@ class Relay:
         `relay_pump_ms`; returns the entries taken."""
         self._producer.poll(0)
         self._settle()
-        if not self._group_ready:
-            try:
-                self._r.xgroup_create(self._keys.outbox, GROUP, id="0", mkstream=True)
-            except redis.ResponseError as exc:
-                if "BUSYGROUP" not in str(exc):
-                    raise
-            self._group_ready = True
+        outbox = self._outbox
         acked, self._done = self._done, []
-        pipe = self._r.pipeline(transaction=False)
-        self._queue_acknowledge(pipe, acked)
+        pipe = outbox.pipeline()
+        outbox.queue_acknowledge(pipe, acked)
         now = time.monotonic()
         claiming = now >= self._next_claim
         if claiming:
             self._next_claim = now + self._config.outbox_claim_idle_ms / 2000
-            self._queue_keep_mine(pipe)
+            outbox.queue_keep(pipe, list(self._mine))
         room = self._room()
         if room > 0:
-            pipe.xreadgroup(GROUP, self._config.instance_id, {self._keys.outbox: ">"}, count=room)
+            outbox.queue_read(pipe, room)
         try:
             replies: list[Any] = pipe.execute(raise_on_error=False) if len(pipe) else []
         except redis.RedisError:
             self._done = acked + self._done  # acknowledged on the next try
             raise
-        failed = [r for r in replies if isinstance(r, Exception)]
-        if any("NOGROUP" in str(r) for r in failed):
-            self._group_ready = False  # Redis lost the group (restarted empty): recreate
+        if outbox.lost_group(replies):
             return 0
+        failed = [r for r in replies if isinstance(r, Exception)]
         if failed:
             self._done = acked + self._done
             raise failed[0]
@@ -229,33 +207,11 @@ class Relay:
         waiting = KafkaError(KafkaError._TIMED_OUT, f"no delivery confirmed for {waited_s} s")
         return classify(waiting)
 
-    def _quarantine(self, entry_id: bytes, fields: dict[bytes, bytes], error: str) -> None:
-        """Move an entry that does not decode to the quarantine stream, in one transaction: kept
-        for the operator, gone from the outbox, so no relay trips over it again."""
-        kept: dict[Any, Any] = {**fields, b"entry": entry_id, b"error": error}
-        pipe = self._r.pipeline(transaction=True)
-        pipe.xadd(self._keys.outbox_quarantine, kept)
-        pipe.xack(self._keys.outbox, GROUP, entry_id)
-        pipe.xdel(self._keys.outbox, entry_id)
-        pipe.execute()
-        self._metrics.corrupt_state.labels("outbox").inc()
-        log.error(
-            "corrupt outbox entry moved to quarantine",
-            extra={"entry": entry_id.decode(), "to": self._keys.outbox_quarantine, "error": error},
-        )
-
-    def _quarantine_message(self, entry_id: bytes, message: _Message, fault: Fault) -> None:
-        """Move one rating change the producer or the broker refuses for good (larger than a
-        `max.message.bytes`, an invalid record) to the quarantine stream, as an entry of its
-        own: kept for the operator, and the rest of its entry goes on, so no relay stops on it
-        again."""
-        kept: dict[Any, Any] = {
-            b"m": _ONE.encode([(message.player, message.value)]),
-            b"entry": entry_id,
-            b"error": f"{fault.code}: {fault.error}",
-        }
-        self._r.xadd(self._keys.outbox_quarantine, kept)
-        self._metrics.corrupt_state.labels("outbox").inc()
+    def _quarantine_message(self, entry_id: bytes, message: OutboxMessage, fault: Fault) -> None:
+        """One rating change the producer refuses for good goes to the quarantine stream
+        (OutboxStream.quarantine_message), reported; the rest of its entry goes on, so no relay
+        stops on it again."""
+        self._outbox.quarantine_message(entry_id, message, f"{fault.code}: {fault.error}")
         self._metrics.degraded.failed(
             RATING_CHANGES, self._config.rating_topic, fault, sample=entry_id.decode()
         )
@@ -272,35 +228,16 @@ class Relay:
             return 0
         return max(0, self._config.relay_batch - len(self._unsent))
 
-    def _queue_keep_mine(self, pipe: Any) -> None:
-        """Reset the idle time of this relay's in-flight entries, so that no one (this relay
-        included) claims them while the broker is merely slow."""
-        ids = list(self._mine)
-        for i in range(0, len(ids), _ACK_CHUNK):
-            chunk = ids[i : i + _ACK_CHUNK]
-            pipe.xclaim(self._keys.outbox, GROUP, self._config.instance_id, 0, chunk, justid=True)
-
     def _claim_abandoned(self, count: int) -> int:
         """Claim entries idle for `outbox_claim_idle_ms` (their reader died, or their delivery
         failed); skip this relay's own in-flight entries, which it is still sending."""
-        reply: Any = self._r.xautoclaim(
-            self._keys.outbox,
-            GROUP,
-            self._config.instance_id,
-            self._config.outbox_claim_idle_ms,
-            self._claim_from,
-            count=count,
-        )
-        cursor, items = reply[0], reply[1]
-        self._claim_from = cursor.decode() if isinstance(cursor, bytes) else str(cursor)
-        return self._take([e for e in items if e[1] and e[0] not in self._mine])
+        items = self._outbox.claim_abandoned(count)
+        return self._take([e for e in items if e[0] not in self._mine])
 
     def _take(self, items: list[tuple[bytes, dict[bytes, bytes]]]) -> int:
         for entry_id, fields in items:
-            try:
-                messages = _ENTRY.decode(fields[b"m"])
-            except (KeyError, msgspec.DecodeError, RecursionError) as exc:
-                self._quarantine(entry_id, fields, f"{type(exc).__name__}: {exc}")
+            messages = self._outbox.decode(entry_id, fields)
+            if messages is None:
                 continue
             entry = _Entry(entry_id, messages)
             self._mine[entry_id] = entry
@@ -425,20 +362,10 @@ class Relay:
             self._metrics.degraded.recovered(RATING_CHANGES, self._config.rating_topic)
         self._in_flight = self._unsent[0].sent if self._unsent else 0
 
-    def _queue_acknowledge(self, pipe: Any, ids: list[bytes]) -> None:
-        for i in range(0, len(ids), _ACK_CHUNK):
-            chunk = ids[i : i + _ACK_CHUNK]
-            pipe.xack(self._keys.outbox, GROUP, *chunk)
-            pipe.xdel(self._keys.outbox, *chunk)
-
     def _acknowledge(self) -> None:
-        if not self._done:
-            return
         ids, self._done = self._done, []
-        pipe = self._r.pipeline(transaction=False)
-        self._queue_acknowledge(pipe, ids)
         try:
-            pipe.execute()
+            self._outbox.acknowledge(ids)
         except redis.RedisError:
             self._done = ids + self._done  # acknowledged on the next try
             raise
@@ -458,4 +385,4 @@ class Relay:
 
     def backlog(self) -> int:
         """Outbox entries (batches) not yet acknowledged."""
-        return int(self._r.xlen(self._keys.outbox))
+        return self._outbox.backlog()

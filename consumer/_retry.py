@@ -28,10 +28,13 @@ from typing import Final, TypeVar
 import redis
 
 from consumer._errors import CorruptState, StopRequested
+from consumer._health import Status
 from consumer._metrics import Metrics
 
 REDIS_DOWN: Final = (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError)
 """What "Redis unavailable" means here."""
+_REDIS_UP: Final = Status(True)
+_REDIS_DOWN: Final = Status(False)
 REFUSALS: Final = {
     "OOM": "out of memory: maxmemory reached with a noeviction policy",
     "READONLY": "a read-only replica (a failover, or REPLICAOF on this server)",
@@ -112,6 +115,10 @@ class RedisRetry:
         self._initial_s = initial_s
         self._max_s = max_s
         self._stopping = stopping
+        self.status = _REDIS_DOWN
+        """Readiness part `redis` (consumer/_health.py): whether the last Redis step answered
+        (every Redis step of the pipeline that waits for Redis runs here; a step outside it that
+        fails is redone here, so a failure is seen)."""
 
     def __call__(self, action: Callable[[], T], what: str, give_up_s: float | None = None) -> T:
         """`action()`, retried while Redis is unreachable or refuses it (re-raised after
@@ -122,12 +129,12 @@ class RedisRetry:
         while True:
             try:
                 result = action()
-                metrics.health.set("redis", True)
+                self.status = _REDIS_UP
                 return result
             except redis.RedisError as exc:
                 if not retriable(exc):
                     raise
-                metrics.health.set("redis", False)
+                self.status = _REDIS_DOWN
                 metrics.swallowed.labels("redis_" + what.replace(" ", "_")).inc()
                 code = refusal(exc)
                 if code is not None:
@@ -136,7 +143,7 @@ class RedisRetry:
                     raise
                 log_redis_failure(exc, what, delay)
             except CorruptState as exc:
-                metrics.health.set("redis", False)
+                self.status = _REDIS_DOWN
                 metrics.corrupt_state.labels(exc.what).inc()
                 if deadline is not None and time.monotonic() > deadline:
                     raise

@@ -58,7 +58,6 @@ class WritePolicy:
             self._unsure = sent
         self._cache.forget(batch.players)
         metrics = self._metrics
-        metrics.health.set("redis", False)
         metrics.swallowed.labels("redis_write").inc()
         code = refusal(exc)
         if code is not None:

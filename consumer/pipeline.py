@@ -97,6 +97,15 @@ class Pipeline:
         )
         self._next_lag = 0.0
         self._topic_watch = TopicWatch(config.topic, self.metrics)
+        # Readiness, read from the parts that know it (consumer/_health.py); `consume` is wired
+        # by Metrics itself (its Degraded paths).
+        self.metrics.health.watch(
+            assigned=self.partitions,
+            redis=retry,
+            broker=self.clients.errors,
+            dead_letters=self.blocked,
+            offsets=self.log_range,
+        )
         self.http: ThreadingHTTPServer | None = None
 
     @property
@@ -221,8 +230,7 @@ class Pipeline:
             return
         self.metrics.rebalances.inc()
         self.metrics.degraded.recovered(KILL_EVENTS, self.config.topic)  # the group admits it
-        self.metrics.health.set("assigned", True)
-        self.metrics.health.set("broker", True)
+        self.clients.errors.answered()
 
     def _on_revoke(self, consumer: KillLog, partitions: list[TopicPartition]) -> None:
         log.info("partitions revoked", extra={"partitions": [tp.partition for tp in partitions]})

@@ -92,31 +92,66 @@ def test_observe_ages_of_nothing_changes_nothing() -> None:
     assert _samples(bulk) == _samples(one_by_one)
 
 
-def test_readiness_is_one_health_object_with_what_readyz_shows() -> None:
-    from consumer._metrics import Health, Metrics
+class _Part:
+    """A part reporting its readiness, as Blocked, LogRange, RedisRetry ... do."""
+
+    def __init__(self, up: bool, detail: str | None = None) -> None:
+        from consumer._health import Status
+
+        self.status = Status(up, detail)
+
+
+def test_readiness_is_one_health_object_read_from_its_parts() -> None:
+    from consumer._health import Health, Status
+    from consumer._metrics import Metrics
 
     health = Health()
-    assert not health.ready()
+    assert not health.ready()  # no part wired: not known, so not ready
     assert health.report() == (
         False,
-        "assigned=0 redis=0 broker=0 consume=1 dead_letters=1 offsets=1",
+        "assigned=0 redis=0 broker=0 consume=0 dead_letters=0 offsets=0",
     )
-    for part in ("assigned", "redis", "broker"):
-        health.set(part, True)
+    parts = {p: _Part(True) for p in Health.PARTS}
+    health.watch(**parts)
     assert health.ready()
-    health.set("dead_letters", False)
-    health.note("stopped", "3@1234:topic_missing")
+    parts["dead_letters"].status = Status(False, "3@1234:topic_missing")
+    parts["offsets"].status = Status(False, "2")
+    parts["consume"].status = Status(True, "rating_changes:ratings:not_authorized")
     assert health.report() == (
         False,
-        "assigned=1 redis=1 broker=1 consume=1 dead_letters=0 offsets=1"
-        " stopped=3@1234:topic_missing",
+        "assigned=1 redis=1 broker=1 consume=1 dead_letters=0 offsets=0"
+        " degraded=rating_changes:ratings:not_authorized stopped=3@1234:topic_missing held=2",
     )
-    health.note("stopped", None)
-    health.set("dead_letters", True)
+    assert health.detail("stopped") == "3@1234:topic_missing" and not health.up("offsets")
+    parts["dead_letters"].status = Status(True)
+    parts["offsets"].status = Status(True)
+    parts["consume"].status = Status(True)
     assert health.report() == (
         True,
         "assigned=1 redis=1 broker=1 consume=1 dead_letters=1 offsets=1",
     )
     with pytest.raises(KeyError):
-        health.set("no such part", True)
-    assert not Metrics().ready()  # a fresh consumer is not ready
+        health.watch(**{"no such part": _Part(True)})
+    with pytest.raises(KeyError):
+        health.detail("no such detail")
+    fresh = Metrics()
+    assert not fresh.ready()  # a fresh consumer is not ready
+    assert fresh.health.up("consume")  # its Degraded paths are wired: none degraded yet
+
+
+def test_no_consumer_module_writes_readiness() -> None:
+    """Readiness has one owner: Health reads it from its parts (their `status`); the only
+    wiring is the pipeline's (and Metrics' own Degraded). No module sets or notes into it."""
+    import pathlib
+    import re
+
+    import consumer
+
+    root = pathlib.Path(consumer.__file__).parent
+    wiring: list[str] = []
+    for path in sorted(root.glob("*.py")):
+        text = path.read_text()
+        assert not re.search(r"health\.(set|note)\(", text), path.name
+        if re.search(r"health\.watch\(", text):
+            wiring.append(path.name)
+    assert wiring == ["_metrics.py", "pipeline.py"]

@@ -149,7 +149,7 @@ def test_a_decoder_bug_is_dead_lettered_as_undecodable_and_counted(
     try:
         monkeypatch.setattr(decoding_module, "decode_kill_event", broken)
         message = _Message(b"arena-0", b"\x80")
-        accepted, rejected = pipeline.lifecycle._decode([message])  # type: ignore[list-item]
+        accepted, rejected = pipeline.lifecycle._intake._decode([message])  # type: ignore[list-item]
         assert accepted == [] and rejected == [(message, "undecodable")]
         swallowed = pipeline.metrics.registry.get_sample_value(
             "adr_errors_swallowed_total", {"where": "decode"}

@@ -289,6 +289,7 @@ def test_the_relay_acknowledges_entries_in_flight_across_a_loading_restart_once(
     producer = Producer(producer_settings(config, lambda _err: None))
     relay = Relay(client, producer, keys, config, metrics)
     retry = RedisRetry(metrics, BACKOFF_INITIAL_S, BACKOFF_MAX_S)
+    metrics.health.watch(redis=retry)  # as the pipeline wires it
     sent = [v for i in range(10) for v in _add_entry(client, keys, f"a{i}", 5)]
     assert relay.pump() == 10  # all taken and produced, none acknowledged yet
     assert client.xpending(keys.outbox, "relay")["pending"] == 10
