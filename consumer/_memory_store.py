@@ -1,8 +1,9 @@
 """A rating pool in memory behind the `PoolStore` port, for tests that need no redis-server.
 
 `MemoryStore` keeps what the write script keeps for one pool and topic (player states and vers,
-S and P, cooldowns, event ids, offsets, watermarks, the outbox, the epoch) and applies a Plan as
-redis_layout/scripts/apply.lua does: every check first (the epoch, each batch partition's
+S and P, cooldowns, event ids, offsets, watermarks, the outbox, the epoch, the season schedule's
+version and ladder) and applies a Plan as redis_layout/scripts/apply.lua does: every check first
+(the epoch, the season schedule's version and ladder, each batch partition's
 stored offset, each changed player's ver as the players section carries it, no event id
 recorded meanwhile), then all of the write or none of it. tests/consumer/
 test_pool_store_contract.py runs one suite against it and against the Lua `Store` on a real
@@ -22,7 +23,7 @@ from collections.abc import Mapping, Sequence
 
 from consumer._batch import Plan, View
 from consumer._ports import PendingWrite
-from engine import PlayerState, Snapshot
+from engine import NO_SEASONS, PlayerState, SeasonSchedule, Snapshot
 from redis_layout import Conflict
 from redis_layout.apply_contract import PLAYER_ITEMS
 
@@ -46,6 +47,10 @@ class Pool:
     outbox: list[list[tuple[str, bytes]]] = dataclasses.field(default_factory=list)
     """One entry per write that had rating changes: its (player, rating change) pairs."""
     epoch: int = 0
+    seasons: SeasonSchedule = NO_SEASONS
+    """The season schedule (a test closes a season by setting it and `season_version`)."""
+    season_version: int = 0
+    ladder: int = 0
 
 
 class MemoryStore:
@@ -95,6 +100,9 @@ class MemoryStore:
             watermarks={p: h.watermarks.get(p) for p in partitions},
             event_ids={k: h.event_ids.get(k) for k in ids},
             epoch=h.epoch,
+            seasons=h.seasons,
+            season_version=h.season_version,
+            ladder=h.ladder,
         )
 
     def read_view_then_write(
@@ -126,6 +134,8 @@ class MemoryStore:
                 raise Conflict("offset", str(partition))
         if plan.epoch != h.epoch:
             raise Conflict("epoch", "epoch")
+        if plan.season[:2] != (h.season_version, h.ladder):
+            raise Conflict("season", "season_schedule")
         for key, _digest, _ts in plan.event_ids:
             if key in h.event_ids:
                 raise Conflict("event_id", key)
@@ -141,6 +151,7 @@ class MemoryStore:
         for partition, offset in plan.offsets:
             h.offsets[partition] = max(offset, h.offsets.get(partition, 0))
         h.watermarks.update(plan.watermarks)
+        h.ladder = max(h.ladder, plan.season[2])
         if plan.outbox:
             h.outbox.append(list(plan.outbox))
 

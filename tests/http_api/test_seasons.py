@@ -88,7 +88,10 @@ def test_the_api_serves_a_closed_season_and_the_cli_closes_one(
     done = subprocess.run([*env_argv, "close", "--season", "2026-s1", "--next", "2026-s2"],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {"closed": "2026-s1", "players": 30, "current": "2026-s2"}
+    assert json.loads(done.stdout) == {
+        "closed": "2026-s1", "players": 30, "current": "2026-s2", "starts_at_ms": 0,
+        "pool_mean": 1000.0,
+    }  # fmt: skip  (nothing counted yet: the next season starts at event time 0; μ0)
     again = subprocess.run([*env_argv, "close", "--season", "2026-s1", "--next", "x"],
                            capture_output=True, text=True, timeout=60)  # fmt: skip
     assert again.returncode == 1 and "archived already" in again.stderr
