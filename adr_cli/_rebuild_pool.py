@@ -26,12 +26,13 @@ import redis
 
 from adr_cli._errors import CliError
 from consumer import content_digest
-from engine import Snapshot
+from engine import NO_SEASONS, SeasonSchedule, Snapshot, season_start_ms
 from redis_layout import Keys, encode_snapshot
 from redis_layout.keys import DUE_BUCKET_MS, due_bucket_end
 from redis_layout.layout import LAYOUT_VERSION
 from redis_layout.player_codec import FIELDS
 from redis_layout.raw import pipelined
+from redis_layout.season_schedule import encode_schedule
 
 REBUILDING: Final = b"rebuilding"
 """`{ns}:layout` while a rebuild writes the namespace: no reader or consumer takes it as a pool."""
@@ -65,6 +66,9 @@ class Encoding(Generic[S]):
     model: PoolModel[S]
     values: Callable[[S], list[str | bytes]]
     ver: Callable[[str, S], int]
+    newest: Callable[[S], int | None] = lambda _state: None
+    """The player's largest counted event time (ADR: the last of `recent`): with seasons, a
+    placed player is on the board when it is in the board's season (docs/api.md, "Seasons")."""
 
 
 class NamespaceInUse(CliError):
@@ -197,8 +201,12 @@ def write_pool(
     offsets: dict[int, int],
     watermarks: dict[int, int],
     snapshot: Snapshot | None,
+    seasons: SeasonSchedule = NO_SEASONS,
+    ladder: int = 0,
 ) -> int:
-    """Every key of the pool but the layout marker; returns the players written."""
+    """Every key of the pool but the layout marker; returns the players written. With
+    `seasons`, the board and tier counts are season `ladder`'s, and the schedule is written."""
+    since = season_start_ms(seasons, ladder)
     lb: list[str | bytes] = []
     activity: list[str] = []
     tiers: Counter[str] = Counter()
@@ -214,7 +222,7 @@ def write_pool(
             flat += (name, value)
         writer.command("HSET", prefix + player, *flat)
         tier = values[_TIER]
-        if tier:
+        if tier and (since is None or (encoding.newest(state) or -1) >= since):
             lb += (values[_MU], player)
             tiers[str(tier)] += 1
         since = model.activity_time(state)
@@ -237,6 +245,9 @@ def write_pool(
         writer.command("HSET", keys.offsets(topic), *_flat(sorted(offsets.items())))
     if watermarks:
         writer.command("HSET", keys.watermarks(topic), *_flat(sorted(watermarks.items())))
+    if seasons.starts:
+        writer.command("HSET", keys.season_schedule, "version", str(seasons.version),
+                       "seasons", encode_schedule(seasons), "ladder", str(ladder))  # fmt: skip
     if snapshot is not None:
         fields_ = encode_snapshot(snapshot) | {"version": "1"}
         writer.command("HSET", keys.snapshot, *_flat(fields_.items()))

@@ -21,8 +21,16 @@ import redis
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from adr_cli import _rebuild_log, _rebuild_pool
-from adr_cli.replay import _read_snapshot, _seconds_to_ms
-from engine import AdrModel, EngineError, ParamError, Params, RatingBook, initial_snapshot
+from adr_cli.replay import _read_seasons, _read_snapshot, _seconds_to_ms
+from engine import (
+    NO_SEASONS,
+    AdrModel,
+    EngineError,
+    ParamError,
+    Params,
+    RatingBook,
+    initial_snapshot,
+)
 from redis_layout import Keys
 from redis_layout.event_ids import (
     COOLDOWN_DUPLICATE,
@@ -96,6 +104,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_param_argument(parser, env=False)
     parser.add_argument(
+        "--seasons",
+        type=Path,
+        metavar="FILE",
+        help="the pool's season schedule (what `adr season schedule` prints): each season's "
+        "soft reset applied as the consumer applies it, the board the last season's, the "
+        "schedule written to the namespace for the consumers that continue",
+    )
+    parser.add_argument(
         "--snapshot",
         type=Path,
         metavar="FILE",
@@ -160,6 +176,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         params = Params.from_overrides(param_overrides(args.param, profile=args.profile))
         fixed = _read_snapshot(args.snapshot) if args.snapshot is not None else None
+        seasons = _read_seasons(args.seasons) if args.seasons is not None else NO_SEASONS
         every_ms = _seconds_to_ms(args.calibrate_every, "--calibrate-every")
         if args.commands_per_round < 1:
             raise ParamError("--commands-per-round must be >= 1")
@@ -177,10 +194,14 @@ def run(args: argparse.Namespace) -> int:
         _log("error", "usage", message=str(exc))
         return EXIT_USAGE
     book = RatingBook(
-        params, calibrate_every_ms=every_ms, fixed_snapshot=fixed, lateness_ms=args.lateness_ms
-    )
+        params, calibrate_every_ms=every_ms, fixed_snapshot=fixed, lateness_ms=args.lateness_ms,
+        seasons=seasons,
+    )  # fmt: skip
     encoding = _rebuild_pool.Encoding(
-        model=AdrModel(params), values=player_values, ver=lambda _player, state: state.n
+        model=AdrModel(params),
+        values=player_values,
+        ver=lambda _player, state: state.n,
+        newest=lambda state: state.recent[-1] if state.recent else None,
     )  # ADR: ver (the player's rating changes) is its n, the counted kills it took part in
     keys = Keys(args.namespace)
     try:
@@ -256,7 +277,7 @@ def _rebuild(
     snapshot = book.snapshot if book.counted or args.snapshot else initial_snapshot(params)
     players = _rebuild_pool.write_pool(
         writer, keys, args.topic, book.iter_players(), encoding, records, offsets, watermarks,
-        snapshot,
+        snapshot, book.seasons, book.ladder,
     )  # fmt: skip
     if offsets:
         consumer.commit(
