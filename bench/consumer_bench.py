@@ -42,8 +42,9 @@ from _cpu import CpuMeter
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from consumer._batch import Plan, Rating, View
+from consumer._batch import Plan, View
 from consumer._decoding import Batch
+from consumer._rating import Rating
 from consumer._stages import StageClock
 from consumer.config import Config
 from consumer.pipeline import Pipeline

@@ -1,10 +1,12 @@
-"""Rate one batch of decoded kill events against the state read for it (pure: no I/O).
+"""ADR's rating loop, and what every rating loop reads and writes (pure: no I/O).
 
-The consumer's functional core: given what Redis held when the batch was read (`View`), apply
-each event in order with the pool's rating model (engine.RatingModel; ADR) and describe the one
-atomic write (`Plan`) that makes Redis hold the result, with the events it leaves out as a value
-(`Plan.rejected`, dead-lettered by the lifecycle before the write). `Batch` is the decoded batch
-as the lifecycle carries it through its stages. Nothing here talks to Redis or Kafka.
+Given what Redis held when the batch was read (`View`), `rate_batch` applies each event in order
+with ADR (engine.AdrModel) and describes the one atomic write (`Plan`) that makes Redis hold the
+result, with the events it leaves out as a value (`Plan.rejected`, dead-lettered by the
+lifecycle before the write). The plan's pieces every loop shares are here too (`finish_plan`,
+`count_player`, `content_digest`); the other models' loop is consumer/_model_batch.py, the step
+that picks one consumer/_rating.py. This module is compiled (runtime/compiled.py): its calls
+into ADR and into View and Plan are native. Nothing here talks to Redis or Kafka.
 """
 
 from __future__ import annotations
@@ -14,13 +16,13 @@ from binascii import hexlify
 from collections import Counter
 from collections.abc import Container
 from hashlib import blake2b
-from typing import Any, Final, cast
+from typing import Final, cast
 
 import msgspec
 from msgspec.structs import astuple
 
 from consumer._cache import Entries
-from consumer._decoding import Accepted, Batch, EventFields
+from consumer._decoding import Accepted, EventFields
 from consumer._stages import HASH_VALUES, NO_STAGES, RATE, StageTimer
 from engine import (
     DEFAULT_LATENESS_MS,
@@ -28,7 +30,6 @@ from engine import (
     AdrModel,
     Params,
     PlayerState,
-    RatingModel,
     SeasonSchedule,
     Snapshot,
     is_duplicate,
@@ -135,71 +136,6 @@ class Plan:
     unranked: list[str] = dataclasses.field(default_factory=list)
     """Placed players the live board leaves out: their newest counted event is from before the
     season it shows (a late event of the last season)."""
-
-
-class Rating:
-    """The pure rating step with the settings it uses: the pool's rating model, the key names,
-    the lateness and the pool's bound on players (consumer.Config).
-
-    ADR is rated by `rate_batch`, typed with ADR's class (compiled calls are native); any other
-    model by consumer/_model_batch.py's generic loop, the same rules. `params` gives the pool's
-    rules the model does not own (the cooldown of §2.1): ADR's own Params for ADR."""
-
-    __slots__ = ("adr", "keys", "lateness_ms", "max_players", "model", "other", "params")
-
-    def __init__(
-        self,
-        model: RatingModel[Any],
-        keys: Keys,
-        lateness_ms: int = DEFAULT_LATENESS_MS,
-        max_players: int | None = None,
-        params: Params | None = None,
-    ) -> None:
-        self.model = model
-        self.adr: AdrModel | None = model if isinstance(model, AdrModel) else None
-        self.other: Any = None
-        """rate_model_batch for a model other than ADR (imported here: it imports this)."""
-        if self.adr is not None:
-            self.params = self.adr.params
-        else:
-            from consumer._model_batch import rate_model_batch
-
-            self.other = rate_model_batch
-            self.params = params if params is not None else Params()
-        self.keys = keys
-        self.lateness_ms = lateness_ms
-        self.max_players = max_players
-
-    def rate(self, batch: Batch, view: View, stages: StageTimer = NO_STAGES) -> Plan:
-        """`batch` rated on `view` (`rate_batch`); the events it leaves out are in
-        `Plan.rejected`, and those dead-lettered by an earlier attempt stay refused."""
-        adr = self.adr
-        if adr is None:
-            plan: Plan = self.other(
-                batch.accepted,
-                batch.next_offsets,
-                view,
-                self.keys,
-                self.params,
-                self.model,
-                self.lateness_ms,
-                self.max_players,
-                batch.dead_lettered,
-                stages,
-            )
-            return plan
-        return rate_batch(
-            batch.accepted,
-            batch.next_offsets,
-            view,
-            self.keys,
-            self.params,
-            self.lateness_ms,
-            self.max_players,
-            batch.dead_lettered,
-            stages,
-            adr,
-        )
 
 
 def rate_batch(
@@ -361,6 +297,20 @@ def rate_batch(
     plan.season = (view.season_version, view.ladder, ladder)
     _plan_players(plan, states, vers, view, model)
     stages.stop(HASH_VALUES)
+    return finish_plan(plan, view, count, touched_pairs, watermarks, batch_offsets)
+
+
+def finish_plan(
+    plan: Plan,
+    view: View,
+    count: int,
+    touched_pairs: dict[str, int],
+    watermarks: dict[int, int | None],
+    batch_offsets: dict[int, int],
+) -> Plan:
+    """The sections every rating loop ends its plan with, once per batch (ADR's `rate_batch`
+    and consumer/_model_batch.py's): P's delta and value, the pairs counted, the watermarks the
+    batch moved, and each partition's offset check and next offset."""
     plan.count_delta = count - view.player_count
     plan.player_count = count
     plan.cooldowns = list(touched_pairs.items())
@@ -418,6 +368,25 @@ def _count_ranked(
         tier_counts[tier_label(state.tier)] += 1
     elif state.tier:
         ranked.plan.unranked.append(player)
+
+
+def count_player(
+    plan: Plan,
+    tier_counts: Counter[str],
+    old_tier: int,
+    new_tier: int,
+    old_units: int,
+    new_units: int,
+) -> None:
+    """One changed player's share of the write's tier counts and σ-limb deltas (a player new to
+    the pool has `old_tier` and `old_units` 0), in every rating loop."""
+    if old_tier != new_tier:
+        if old_tier:
+            tier_counts[tier_label(old_tier)] -= 1
+        if new_tier:
+            tier_counts[tier_label(new_tier)] += 1
+    plan.sigma_hi_delta += (new_units >> _LIMB_BITS) - (old_units >> _LIMB_BITS)
+    plan.sigma_lo_delta += (new_units & _LIMB_MASK) - (old_units & _LIMB_MASK)
 
 
 def rating_change_record(
@@ -521,15 +490,14 @@ def _plan_players(
         out.extend(script_items(state))
         since = model.activity_time(state)
         out.append("" if since is None else str(since))
-        if ranked is not None:
+        if ranked is not None:  # seasons: the board's own tier counts
             _count_ranked(ranked, player, old, state, tier_counts)
-        elif old is None or old.tier != state.tier:
-            if old is not None and old.tier:
-                tier_counts[tier_label(old.tier)] -= 1
-            if state.tier:
-                tier_counts[tier_label(state.tier)] += 1
-        new_units = model.units(state)
-        old_units = 0 if old is None else model.units(old)
-        plan.sigma_hi_delta += (new_units >> _LIMB_BITS) - (old_units >> _LIMB_BITS)
-        plan.sigma_lo_delta += (new_units & _LIMB_MASK) - (old_units & _LIMB_MASK)
+            old_units = 0 if old is None else model.units(old)
+            count_player(plan, tier_counts, 0, 0, old_units, model.units(state))
+        elif old is None:
+            count_player(plan, tier_counts, 0, state.tier, 0, model.units(state))
+        else:
+            count_player(
+                plan, tier_counts, old.tier, state.tier, model.units(old), model.units(state)
+            )
     plan.tier_counts = {label: d for label, d in tier_counts.items() if d}

@@ -43,12 +43,9 @@ class Intake:
         partitions: Partitions,
         stages: StageTimer = NO_STAGES,
     ) -> None:
-        self._config = config
-        self._keys = Keys(config.namespace)
-        self._clients = clients
-        self._metrics = metrics
+        self._topic, self._keys = config.topic, Keys(config.namespace)
+        self._clients, self._metrics, self._stages = clients, metrics, stages
         self._partitions = partitions
-        self._stages = stages
         self._limits = Limits(max_age_ms=config.max_age_ms, max_future_ms=config.max_future_ms)
 
     def take(self, messages: list[Message]) -> Batch | None:
@@ -89,12 +86,12 @@ class Intake:
                     log_range.hold(self._clients.kafka, partition, str(err))
             else:  # one summary line per cause, the metric, /readyz (consumer/_degraded.py)
                 self._metrics.degraded.failed(
-                    KILL_EVENTS, self._config.topic, classify(err), sample=_where(m)
+                    KILL_EVENTS, self._topic, classify(err), sample=_where(m)
                 )
             self._metrics.swallowed.labels("kafka_consume").inc()
         if good:
             self._clients.errors.answered()
-            self._metrics.degraded.recovered(KILL_EVENTS, self._config.topic)
+            self._metrics.degraded.recovered(KILL_EVENTS, self._topic)
         return good
 
     def _decode(self, messages: list[Message]) -> tuple[list[Accepted], list[tuple[Message, str]]]:

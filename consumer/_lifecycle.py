@@ -5,7 +5,7 @@
                     ones dead-lettered, and a partition whose copy the broker did not take cut
                     at that message (`decode`, the work in consumer/_intake.py)
     3. rate         dedup and rate on what the pool holds (the pure `Rating.rate`,
-                    consumer/_batch.py); the events it leaves out come back as a value and are
+                    consumer/_rating.py); the events it leaves out come back as a value and are
                     dead-lettered before any write leaves them out (`rate`)
     4. write ahead  the rated batch is held; its atomic write goes out right behind the next
                     batch's read, on one connection, and the next batch is rated on top of what
@@ -35,7 +35,7 @@ from typing import NamedTuple, cast
 import redis
 from confluent_kafka import KafkaException, Message
 
-from consumer._batch import Plan, Rating, View
+from consumer._batch import Plan, View
 from consumer._cache import Overlay, StateCache
 from consumer._clients import Clients
 from consumer._collector import Collector
@@ -45,11 +45,12 @@ from consumer._intake import Intake
 from consumer._metrics import Metrics, observe_ages
 from consumer._partitions import Partitions, commit_at
 from consumer._ports import PendingWrite
+from consumer._rating import Rating
 from consumer._retry import RedisRetry, retriable
 from consumer._stages import NO_STAGES, RELAY, StageTimer
 from consumer._write_policy import WritePolicy
 from consumer.config import Config
-from redis_layout import Conflict, Keys
+from redis_layout import Conflict
 
 log = logging.getLogger("adr.consumer")
 
@@ -76,13 +77,12 @@ class Lifecycle:
         stages: StageTimer = NO_STAGES,
     ) -> None:
         self._config = config
-        self._keys = Keys(config.namespace)
         self._clients = clients
         self._metrics = metrics
         self._partitions = partitions
         self._retry = retry
         self.rating = rating
-        """The pure rating step (consumer/_batch.py) with the pool's model and settings."""
+        """The pure rating step (consumer/_rating.py) with the pool's model and settings."""
         self._collector = collector
         self._stages = stages
         self._intake = Intake(config, clients, metrics, partitions, stages)

@@ -11,6 +11,17 @@ as ADR's players are) and the rating changes, which
 name the model (schemas/rating_change.md, `model`). The pool's σ-sum S is ADR's: a model without
 one has `units` 0, so S and its limbs stay 0.
 
+Why the event loop is written twice, not once behind engine.RatingModel: one loop for every
+model would call ADR through the Protocol, and a compiled call through a Protocol is a generic
+Python call: that cost ADR's rating path 2,700 instructions per event (+3.9 %,
+bench/rate_batch_instructions.py), against the ~1 % this project allows the hot path for sharing.
+Nor can the loop be compiled once for every model: compiled, it checks every state it takes
+from the View against its declared type (PlayerState). So the per-event loop stays ADR's own,
+and what runs once per batch or per changed player is shared, compiled, from consumer/_batch.py
+(`finish_plan`, `count_player`, `content_digest`, `POOL_FULL`, View and Plan); a rule changed in
+one loop must be changed in the other (tests/consumer/test_model_pools.py and the contract suite
+run both on the same cases).
+
 This module is not compiled (runtime/compiled.py): the states it handles are not PlayerState, and
 a compiled function would check every tuple it reads from the View against ADR's types.
 """
@@ -24,7 +35,7 @@ from typing import Any, Final
 import msgspec
 from msgspec.structs import astuple
 
-from consumer._batch import POOL_FULL, Plan, View, content_digest
+from consumer._batch import POOL_FULL, Plan, View, content_digest, count_player, finish_plan
 from consumer._decoding import Accepted
 from consumer._stages import HASH_VALUES, NO_STAGES, RATE, StageTimer
 from engine import DEFAULT_LATENESS_MS, Params, RatingModel, is_duplicate, tier_label
@@ -34,8 +45,6 @@ from schemas import RatingChange, Role
 from schemas.rating_change import VERSION as RATING_CHANGE_VERSION
 
 _ENCODE: Final = msgspec.msgpack.Encoder().encode
-_LIMB_BITS: Final = 32
-_LIMB_MASK: Final = (1 << _LIMB_BITS) - 1
 
 
 def rate_model_batch(
@@ -79,6 +88,8 @@ def rate_model_batch(
         watermark = watermarks.get(item.partition)
         if watermark is not None and ts < watermark - lateness_ms:
             plan.late += 1
+            if plan.late_sample is None:
+                plan.late_sample = event_id
             continue
         pair = keys.cooldown(attacker, victim)
         corrupt = view.corrupt
@@ -145,17 +156,7 @@ def rate_model_batch(
     stages.start()
     _plan_players(plan, states, vers, view, model)
     stages.stop(HASH_VALUES)
-    plan.count_delta = count - view.player_count
-    plan.player_count = count
-    plan.cooldowns = list(touched_pairs.items())
-    plan.watermarks = [
-        (p, w) for p, w in watermarks.items() if w is not None and w != view.watermarks.get(p)
-    ]
-    for partition, next_offset in batch_offsets.items():
-        stored = view.offsets.get(partition)
-        plan.offset_checks.append((partition, stored))
-        plan.offsets.append((partition, max(next_offset, stored or 0)))
-    return plan
+    return finish_plan(plan, view, count, touched_pairs, watermarks, batch_offsets)
 
 
 def model_change_record(
@@ -224,14 +225,10 @@ def _plan_players(
         out.append("" if since is None else str(since))
         tier = fields[4]
         out.append(float_text(model.display(state)) if tier else "")  # ranked once placed
-        old_tier = 0 if old is None else model.tier(old)
-        if old is None or old_tier != tier:
-            if old_tier:
-                tier_counts[tier_label(old_tier)] -= 1
-            if tier:
-                tier_counts[tier_label(tier)] += 1
-        new_units = model.units(state)
-        old_units = 0 if old is None else model.units(old)
-        plan.sigma_hi_delta += (new_units >> _LIMB_BITS) - (old_units >> _LIMB_BITS)
-        plan.sigma_lo_delta += (new_units & _LIMB_MASK) - (old_units & _LIMB_MASK)
+        if old is None:
+            count_player(plan, tier_counts, 0, tier, 0, model.units(state))
+        else:
+            count_player(
+                plan, tier_counts, model.tier(old), tier, model.units(old), model.units(state)
+            )
     plan.tier_counts = {label: d for label, d in tier_counts.items() if d}

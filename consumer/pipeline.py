@@ -21,7 +21,6 @@ from typing import Any, Final
 import redis
 from confluent_kafka import Message, TopicPartition
 
-from consumer._batch import Rating
 from consumer._clients import Clients
 from consumer._collector import Collector
 from consumer._degraded import KILL_EVENTS
@@ -30,6 +29,7 @@ from consumer._lifecycle import Lifecycle
 from consumer._metrics import Metrics, serve
 from consumer._partitions import Partitions
 from consumer._ports import KillLog, RatingProducer
+from consumer._rating import Rating
 from consumer._retry import RedisRetry
 from consumer._stages import NO_STAGES, StageTimer
 from consumer._topic_watch import TopicWatch

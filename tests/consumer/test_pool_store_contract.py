@@ -1,8 +1,9 @@
 """One contract for every pool store (consumer/_ports.py, `PoolStore`), run against the in-memory
 store (consumer/_memory_store.py) and the Lua store (consumer/_store.py) on a real redis-server:
 what a view shows, what a write leaves, and which concurrent change makes a write a Conflict that
-writes nothing. The lifecycle's unit tests run on the in-memory store; this suite is what lets
-them stand for the Lua one."""
+writes nothing. Every case runs for every rating model (engine.MODELS: ADR's write, and the
+scored write of the others, each with its own loop and codec). The lifecycle's unit tests run
+on the in-memory store; this suite is what lets them stand for the Lua one."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import itertools
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 import pytest
@@ -20,9 +22,10 @@ from hypothesis import strategies as st
 from consumer._batch import Plan, View, rate_batch
 from consumer._decoding import Accepted, batch_reads
 from consumer._memory_store import MemoryStore
+from consumer._model_batch import rate_model_batch
 from consumer._ports import PoolStore
 from consumer._store import Store
-from engine import Params, initial_snapshot, new_player, sigma_units
+from engine import MODELS, AdrModel, Params, RatingModel, initial_snapshot, model_named
 from redis_layout import Conflict, Keys
 from schemas import kill_event
 
@@ -31,31 +34,63 @@ PARAMS = Params()
 NOW = time.time_ns() // 1_000_000 - 600_000
 
 
+SNAPSHOT = initial_snapshot(PARAMS)
+"""The snapshot both stores show: no tier boundaries yet, so nobody is placed (`_placed` makes
+one where a case needs players ranked)."""
+Outbox = Callable[[], list[list[tuple[str, bytes]]]]
+Ranks = Callable[[], dict[str, float]]
+
+
 @dataclass
 class Pool:
-    """A store under test, with what the port does not show: the outbox, and a second writer."""
+    """A store under test, with what the port does not show: the outbox, the leaderboard, and a
+    second writer."""
 
     store: PoolStore
     keys: Keys
-    outbox: Callable[[], list[list[tuple[str, bytes]]]]
+    model: RatingModel[Any]
+    outbox: Outbox
+    ranks: Ranks
     other: PoolStore
     """Another instance's store on the same pool (its writes are the concurrent changes)."""
 
 
-@pytest.fixture(params=["memory", pytest.param("lua", marks=pytest.mark.integration)])
-def pool(request: pytest.FixtureRequest) -> Iterator[Pool]:
-    keys = Keys(f"contract-{time.time_ns()}")
-    if request.param == "memory":
-        mine = MemoryStore(initial_snapshot(PARAMS))
-        yield Pool(mine, keys, lambda: mine.held.outbox, mine)
-        return
-    client = redis.Redis.from_url(request.getfixturevalue("redis_url"))
+@pytest.fixture(params=MODELS)
+def model(request: pytest.FixtureRequest) -> RatingModel[Any]:
+    return model_named(request.param, params=PARAMS)
+
+
+def _memory(model: RatingModel[Any]) -> tuple[MemoryStore, Outbox, Ranks]:
+    mine = MemoryStore(SNAPSHOT, model)
+    return mine, lambda: mine.held.outbox, lambda: _scores(mine.held.leaderboard)
+
+
+def _lua(client: redis.Redis, keys: Keys, model: RatingModel[Any]) -> tuple[Store, Outbox, Ranks]:
     decode = msgspec.msgpack.Decoder(list[tuple[str, bytes]])
 
     def outbox() -> list[list[tuple[str, bytes]]]:
         return [decode.decode(fields[b"m"]) for _id, fields in client.xrange(keys.outbox)]
 
-    yield Pool(Store(client, keys, TOPIC, PARAMS), keys, outbox, Store(client, keys, TOPIC, PARAMS))
+    def ranks() -> dict[str, float]:
+        return {p.decode(): s for p, s in client.zrange(keys.lb, 0, -1, withscores=True)}
+
+    return Store(client, keys, TOPIC, PARAMS, model=model), outbox, ranks
+
+
+def _scores(leaderboard: dict[str, str]) -> dict[str, float]:
+    return {p: float(s) for p, s in leaderboard.items()}
+
+
+@pytest.fixture(params=["memory", pytest.param("lua", marks=pytest.mark.integration)])
+def pool(request: pytest.FixtureRequest, model: RatingModel[Any]) -> Iterator[Pool]:
+    keys = Keys(f"contract-{time.time_ns()}")
+    if request.param == "memory":
+        mine, outbox, ranks = _memory(model)
+        yield Pool(mine, keys, model, outbox, ranks, mine)
+        return
+    client = redis.Redis.from_url(request.getfixturevalue("redis_url"))
+    store, outbox, ranks = _lua(client, keys, model)
+    yield Pool(store, keys, model, outbox, ranks, _lua(client, keys, model)[0])
     client.close()
 
 
@@ -73,9 +108,13 @@ def _read(store: PoolStore, keys: Keys, events: list[Accepted]) -> View:
     return store.read_view(players, pairs, sorted({e.partition for e in events}), ids=ids)
 
 
-def _plan(store: PoolStore, keys: Keys, events: list[Accepted]) -> Plan:
+def _plan(store: PoolStore, keys: Keys, events: list[Accepted], model: RatingModel[Any]) -> Plan:
+    """`events` rated on a fresh read by the pool's loop (consumer/_rating.py's choice)."""
     offsets = {e.partition: e.offset + 1 for e in events}
-    return rate_batch(events, offsets, _read(store, keys, events), keys, PARAMS)
+    view = _read(store, keys, events)
+    if isinstance(model, AdrModel):
+        return rate_batch(events, offsets, view, keys, PARAMS, model=model)
+    return rate_model_batch(events, offsets, view, keys, PARAMS, model)
 
 
 def test_a_fresh_pool_shows_nothing_stored(pool: Pool) -> None:
@@ -86,32 +125,35 @@ def test_a_fresh_pool_shows_nothing_stored(pool: Pool) -> None:
     assert view.event_ids == {pool.keys.event_id("e0-0"): None}
     assert (view.sigma_units_total, view.player_count, view.epoch) == (0, 0, 0)
     assert view.offsets == {0: None} and view.watermarks == {0: None}
-    assert view.snapshot == initial_snapshot(PARAMS) and view.corrupt == {}
+    assert view.snapshot == SNAPSHOT and view.corrupt == {}
     assert pool.store.read_offsets([0, 1]) == {0: None, 1: None}
 
 
 def test_a_write_leaves_what_the_plan_says(pool: Pool) -> None:
     events = _events(("a", "b"), ("b", "c"), ("a", "b"))
-    plan = _plan(pool.store, pool.keys, events)
+    plan = _plan(pool.store, pool.keys, events, pool.model)
     assert plan.counted == 3 and plan.outbox
     pool.store.write(plan)
     view = _read(pool.store, pool.keys, events)
-    assert view.players == dict(plan.states.items())
+    assert view.players == dict(plan.states.items())  # the model's states, as rated
     assert view.player_count == plan.player_count == 3
-    expected_units = sum(sigma_units(s.sigma, PARAMS) for s, _ver in plan.states.values())
+    expected_units = sum(pool.model.units(s) for s, _ver in plan.states.values())
     assert view.sigma_units_total == expected_units
     assert view.offsets == {0: 3} and pool.store.read_offsets([0]) == {0: 3}
     assert view.watermarks == {0: events[-1].event.ts}
     assert view.cooldowns == dict(plan.cooldowns)
     assert view.event_ids == {key: digest for key, digest, _ts in plan.event_ids}
     assert pool.outbox() == [list(plan.outbox)]
-    again = _plan(pool.store, pool.keys, events)  # the same batch again: already applied
+    assert pool.ranks() == {}  # nobody placed in a tier yet: nobody ranked
+    again = _plan(
+        pool.store, pool.keys, events, pool.model
+    )  # the same batch again: already applied
     assert (again.counted, again.already_applied, again.players) == (0, 3, [])
 
 
 def test_a_write_sent_behind_a_read_runs_after_it(pool: Pool) -> None:
     first = _events(("a", "b"))
-    plan = _plan(pool.store, pool.keys, first)
+    plan = _plan(pool.store, pool.keys, first, pool.model)
     second = _events(("a", "c"), first=1)
     players, pairs, ids = batch_reads(second, pool.keys)
     view, write = pool.store.read_view_then_write(players, pairs, [0], None, plan, ids)
@@ -122,7 +164,7 @@ def test_a_write_sent_behind_a_read_runs_after_it(pool: Pool) -> None:
 
 
 def test_cached_players_are_taken_from_the_cache(pool: Pool) -> None:
-    stale = (new_player(PARAMS), 41)
+    stale = (pool.model.new_player(), 41)
     events = _events(("a", "b"))
     players, pairs, ids = batch_reads(events, pool.keys)
     view = pool.store.read_view(players, pairs, [0], {"a": stale}, ids)
@@ -139,23 +181,24 @@ def test_a_concurrent_change_is_a_conflict_and_nothing_is_written(
     """Another instance writes between this one's read and its write: the write refuses (the
     Conflict names what moved) and writes nothing; a plan rated on a fresh read then applies."""
     mine = _events(("a", "b"), ("c", "d"), first=1)
-    plan = _plan(pool.store, pool.keys, mine)
+    model = pool.model
+    plan = _plan(pool.store, pool.keys, mine, model)
     if change == "player":  # another partition's batch rates `a`
-        pool.other.write(_plan(pool.other, pool.keys, _events(("a", "e"), partition=1)))
+        pool.other.write(_plan(pool.other, pool.keys, _events(("a", "e"), partition=1), model))
     elif change == "offset":  # another instance applied this partition's event before mine
-        pool.other.write(_plan(pool.other, pool.keys, _events(("x", "y"))))
+        pool.other.write(_plan(pool.other, pool.keys, _events(("x", "y")), model))
     elif change == "epoch":
         assert pool.other.raise_epoch(5) == 5
     else:  # the same event id counted on another partition, by other players
         reused = Accepted(1, 0, msgspec.structs.replace(mine[1].event, attacker="x", victim="y"))
-        pool.other.write(_plan(pool.other, pool.keys, [reused]))
+        pool.other.write(_plan(pool.other, pool.keys, [reused], model))
     before = pool.outbox()
     with pytest.raises(Conflict) as caught:
         pool.store.write(plan)
     assert caught.value.what == what
     assert pool.outbox() == before
     assert _read(pool.store, pool.keys, mine).players["c"] == (None, 0)
-    pool.store.write(_plan(pool.store, pool.keys, mine))  # a redo on a fresh read applies
+    pool.store.write(_plan(pool.store, pool.keys, mine, model))  # a redo on a fresh read applies
     assert pool.store.read_offsets([0]) == {0: 3}
 
 
@@ -167,7 +210,7 @@ def test_raising_the_epoch_goes_above_the_stored_one_and_the_least_asked(pool: P
 
 
 @settings(
-    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     kills=st.lists(
@@ -177,12 +220,14 @@ def test_raising_the_epoch_goes_above_the_stored_one_and_the_least_asked(pool: P
     ),
     cuts=st.sets(st.integers(1, 29), max_size=4),
 )
+@pytest.mark.parametrize("name", MODELS)
 def test_the_memory_and_lua_stores_end_alike_on_any_stream(
-    redis_url: str, kills: list[tuple[str, str, int]], cuts: set[int]
+    redis_url: str, name: str, kills: list[tuple[str, str, int]], cuts: set[int]
 ) -> None:
     """Any stream of kills (repeats inside the cooldown included; self-kills left out, the
-    decoder refuses them), cut into any batches, each read, rated and written: the two stores
-    then show the same view and hold the same outbox."""
+    decoder refuses them), cut into any batches, each read, rated and written by a pool of each
+    model: the two stores then show the same view and hold the same outbox and ranks."""
+    model = model_named(name, params=PARAMS)
     events = []
     ts = NOW
     for i, (a, b, gap_s) in enumerate(k for k in kills if k[0] != k[1]):
@@ -194,27 +239,19 @@ def test_the_memory_and_lua_stores_end_alike_on_any_stream(
         return
     keys = Keys(f"contract-{time.time_ns()}")
     client = redis.Redis.from_url(redis_url)
-    stores: list[tuple[PoolStore, Callable[[], list[list[tuple[str, bytes]]]]]] = []
-    memory = MemoryStore(initial_snapshot(PARAMS))
-    stores.append((memory, lambda: memory.held.outbox))
-    decode = msgspec.msgpack.Decoder(list[tuple[str, bytes]])
-    stores.append(
-        (
-            Store(client, keys, TOPIC, PARAMS),
-            lambda: [decode.decode(f[b"m"]) for _id, f in client.xrange(keys.outbox)],
-        )
-    )
+    stores = [_memory(model), _lua(client, keys, model)]
     bounds = [0, *sorted(c for c in cuts if c < len(events)), len(events)]
     ends = []
-    for store, outbox in stores:
+    for store, outbox, ranks in stores:
         for lo, hi in itertools.pairwise(bounds):
             if hi > lo:
-                store.write(_plan(store, keys, events[lo:hi]))
+                store.write(_plan(store, keys, events[lo:hi], model))
         view = _read(store, keys, events)
-        ends.append((view, outbox()))
+        ends.append((view, outbox(), ranks()))
     client.close()
-    (mine, mine_out), (lua, lua_out) = ends
+    (mine, mine_out, mine_ranks), (lua, lua_out, lua_ranks) = ends
     assert mine_out == lua_out
+    assert mine_ranks == lua_ranks
     for field in ("players", "cooldowns", "event_ids", "offsets", "watermarks", "epoch"):
         assert getattr(mine, field) == getattr(lua, field), field
     assert (mine.sigma_units_total, mine.player_count) == (lua.sigma_units_total, lua.player_count)

@@ -173,6 +173,7 @@ def test_batches_and_closes_anywhere_end_as_the_book(seed: int, n: int, players:
     assert pool.sigma_units_total == book.total_sigma_units
     assert pool.player_count == len(book)
     assert pool.ladder == book.ladder
+    assert pool.leaderboard == {p: repr(s.mu) for p, s in _board(book).items()}
 
 
 @pytest.mark.integration
