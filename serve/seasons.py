@@ -96,6 +96,12 @@ def close_season(
         raise SeasonError(f"the pool runs {model}: seasons (the soft reset) are ADR's only")
     closed_at = int(time.time() * 1000) if now_ms is None else now_ms
     watermark_keys = [keys.watermarks(t) for t in topics]
+    if client.exists(keys.pop) and not client.exists(*watermark_keys):
+        # a pool rated from another topic: its watermarks, not these, bound the start
+        raise SeasonError(
+            f"the pool has players but no watermarks for topic(s) {', '.join(topics)}: "
+            "name the topic its consumers read (--topic, ADR_TOPIC)"
+        )
     for attempt in range(_RETRIES):
         if is_closed(client, namespace, season_id):  # the script checks again, atomically
             raise SeasonError(f"season {season_id} is archived already")

@@ -175,3 +175,17 @@ def test_a_pool_of_another_model_has_no_seasons(
     with pytest.raises(SeasonError, match="ADR's only"):
         close_season(redis_client, keys.namespace, "s1", "s2")
     assert redis_client.zcard(keys.seasons) == 0
+
+
+def test_a_close_naming_a_topic_the_pool_was_not_rated_from_is_refused(
+    redis_client: redis.Redis, unique_name: Callable[[str], str]
+) -> None:
+    keys = Keys(unique_name("season"))
+    _seed(redis_client, keys, 3)
+    redis_client.hset(keys.pop, mapping={"count": "3"})
+    redis_client.hset(keys.watermarks("kills"), "0", "9000")
+    with pytest.raises(SeasonError, match="name the topic"):  # its watermarks would not bound T
+        close_season(redis_client, keys.namespace, "s1", "s2", topics=("kill-events",))
+    assert redis_client.zcard(keys.seasons) == 0
+    close_season(redis_client, keys.namespace, "s1", "s2", topics=("kills",))
+    assert season_schedule(redis_client, keys.namespace).starts[0].start_ms == 9001
