@@ -206,7 +206,7 @@ def write_pool(
 ) -> int:
     """Every key of the pool but the layout marker; returns the players written. With
     `seasons`, the board and tier counts are season `ladder`'s, and the schedule is written."""
-    since = season_start_ms(seasons, ladder)
+    season_from = season_start_ms(seasons, ladder)
     lb: list[str | bytes] = []
     activity: list[str] = []
     tiers: Counter[str] = Counter()
@@ -222,7 +222,7 @@ def write_pool(
             flat += (name, value)
         writer.command("HSET", prefix + player, *flat)
         tier = values[_TIER]
-        if tier and (since is None or (encoding.newest(state) or -1) >= since):
+        if tier and (season_from is None or (encoding.newest(state) or -1) >= season_from):
             lb += (values[_MU], player)
             tiers[str(tier)] += 1
         since = model.activity_time(state)
