@@ -138,8 +138,8 @@ class Relay:
         self._producer.poll(0)
         self._settle()
         outbox = self._outbox
+        pipe = outbox.pipeline()  # first: creating the group may fail, with nothing taken yet
         acked, self._done = self._done, []
-        pipe = outbox.pipeline()
         outbox.queue_acknowledge(pipe, acked)
         now = time.monotonic()
         claiming = now >= self._next_claim

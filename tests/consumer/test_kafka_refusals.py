@@ -392,6 +392,11 @@ class _RefusingProducer:
     def __len__(self) -> int:
         return 0
 
+    def list_topics(self, *_args: object, **_kwargs: object) -> None:
+        """The metadata asked for before producing again after a refusal of the topic (once
+        the backoff has passed: on a loaded machine, between two of the test's pumps)."""
+        raise KafkaException(KafkaError(self.code))
+
 
 def test_what_no_retry_can_change_exits_3_with_the_cause(
     redis_url: str, unique_name, monkeypatch: pytest.MonkeyPatch, lines: S.LogLines

@@ -25,8 +25,16 @@ from consumer._memory_store import MemoryStore
 from consumer._model_batch import rate_model_batch
 from consumer._ports import PoolStore
 from consumer._store import Store
-from engine import MODELS, AdrModel, Params, RatingModel, initial_snapshot, model_named
-from redis_layout import Conflict, Keys
+from engine import (
+    MODELS,
+    AdrModel,
+    Params,
+    RatingModel,
+    Snapshot,
+    initial_snapshot,
+    model_named,
+)
+from redis_layout import Conflict, Keys, encode_snapshot
 from schemas import kill_event
 
 TOPIC = "kill-events"
@@ -37,6 +45,14 @@ NOW = time.time_ns() // 1_000_000 - 600_000
 SNAPSHOT = initial_snapshot(PARAMS)
 """The snapshot both stores show: no tier boundaries yet, so nobody is placed (`_placed` makes
 one where a case needs players ranked)."""
+PLACED = msgspec.structs.replace(
+    SNAPSHOT,
+    taken_at=NOW,
+    mean_mu_active=1012.5,
+    boundaries=tuple(1400.0 - 25.0 * k for k in range(14)),
+    active_count=500,
+)
+"""Tier boundaries every model's players reach within a few dozen kills."""
 Outbox = Callable[[], list[list[tuple[str, bytes]]]]
 Ranks = Callable[[], dict[str, float]]
 
@@ -53,6 +69,8 @@ class Pool:
     ranks: Ranks
     other: PoolStore
     """Another instance's store on the same pool (its writes are the concurrent changes)."""
+    publish: Callable[[Snapshot], None]
+    """The tier job's part: the snapshot every later view shows."""
 
 
 @pytest.fixture(params=MODELS)
@@ -86,11 +104,20 @@ def pool(request: pytest.FixtureRequest, model: RatingModel[Any]) -> Iterator[Po
     keys = Keys(f"contract-{time.time_ns()}")
     if request.param == "memory":
         mine, outbox, ranks = _memory(model)
-        yield Pool(mine, keys, model, outbox, ranks, mine)
+
+        def published(snapshot: Snapshot) -> None:
+            mine.snapshot = snapshot
+
+        yield Pool(mine, keys, model, outbox, ranks, mine, published)
         return
     client = redis.Redis.from_url(request.getfixturevalue("redis_url"))
     store, outbox, ranks = _lua(client, keys, model)
-    yield Pool(store, keys, model, outbox, ranks, _lua(client, keys, model)[0])
+
+    def publish(snapshot: Snapshot) -> None:
+        fields = encode_snapshot(snapshot) | {"version": str(time.time_ns())}
+        client.hset(keys.snapshot, mapping=fields)  # type: ignore[arg-type]
+
+    yield Pool(store, keys, model, outbox, ranks, _lua(client, keys, model)[0], publish)
     client.close()
 
 
@@ -202,6 +229,24 @@ def test_a_concurrent_change_is_a_conflict_and_nothing_is_written(
     assert pool.store.read_offsets([0]) == {0: 3}
 
 
+def test_players_placed_in_a_tier_are_ranked_by_the_pools_score(pool: Pool) -> None:
+    """With tier boundaries published, players who play enough are placed; each placed player is
+    ranked by its model's score (ADR: μ; another model: its display rating), an unplaced one not
+    at all, whichever store holds the pool."""
+    pool.publish(PLACED)
+    model = pool.model
+    kills = [("a", "b"), ("b", "c"), ("c", "a"), ("a", "c")] * 10
+    events = _events(*kills)
+    for lo in range(0, len(events), 8):
+        pool.store.write(_plan(pool.store, pool.keys, events[lo : lo + 8], model))
+    view = _read(pool.store, pool.keys, events)
+    assert view.snapshot == PLACED
+    placed = {p: s for p, (s, _ver) in view.players.items() if model.tier(s)}
+    assert placed, "nobody placed: the case shows nothing"
+    score = (lambda s: s.mu) if isinstance(model, AdrModel) else model.display
+    assert pool.ranks() == {p: score(s) for p, s in placed.items()}
+
+
 def test_raising_the_epoch_goes_above_the_stored_one_and_the_least_asked(pool: Pool) -> None:
     assert pool.store.raise_epoch(0) == 1
     assert pool.store.raise_epoch(0) == 2
@@ -226,7 +271,8 @@ def test_the_memory_and_lua_stores_end_alike_on_any_stream(
 ) -> None:
     """Any stream of kills (repeats inside the cooldown included; self-kills left out, the
     decoder refuses them), cut into any batches, each read, rated and written by a pool of each
-    model: the two stores then show the same view and hold the same outbox and ranks."""
+    model, with tier boundaries published: the two stores then show the same view and hold the
+    same outbox and ranks."""
     model = model_named(name, params=PARAMS)
     events = []
     ts = NOW
@@ -239,7 +285,10 @@ def test_the_memory_and_lua_stores_end_alike_on_any_stream(
         return
     keys = Keys(f"contract-{time.time_ns()}")
     client = redis.Redis.from_url(redis_url)
-    stores = [_memory(model), _lua(client, keys, model)]
+    memory = _memory(model)
+    memory[0].snapshot = PLACED  # tier boundaries in both: players placed and ranked
+    stores: list[tuple[PoolStore, Outbox, Ranks]] = [memory, _lua(client, keys, model)]
+    client.hset(keys.snapshot, mapping=encode_snapshot(PLACED) | {"version": "1"})  # type: ignore[arg-type]
     bounds = [0, *sorted(c for c in cuts if c < len(events)), len(events)]
     ends = []
     for store, outbox, ranks in stores:
