@@ -109,7 +109,7 @@ def _streams(draw: st.DrawFn) -> tuple[list[tuple[str, str, int]], SeasonSchedul
         t += draw(st.integers(-5 * MIN, 30 * MIN))
         a, b = draw(st.sampled_from(players)), draw(st.sampled_from(players))
         events.append((a, b, t))
-    span = max(e[2] for e in events) - T0 + 2 * MIN
+    span = max(0, max(e[2] for e in events) - T0 + 2 * MIN)
     offsets = sorted(set(draw(st.lists(st.integers(-MIN, span), max_size=3))))
     starts = tuple(
         SeasonStart(
