@@ -26,12 +26,13 @@ import redis
 
 from adr_cli._errors import CliError
 from consumer import content_digest
-from engine import RatingModel, Snapshot
+from engine import NO_SEASONS, RatingModel, SeasonSchedule, Snapshot, season_start_ms
 from redis_layout import Keys, encode_snapshot
 from redis_layout.keys import DUE_BUCKET_MS, due_bucket_end
 from redis_layout.layout import LAYOUT_VERSION
 from redis_layout.player_codec import FIELDS, float_text, model_values
 from redis_layout.raw import pipelined
+from redis_layout.season_schedule import encode_schedule
 
 REBUILDING: Final = b"rebuilding"
 """`{ns}:layout` while a rebuild writes the namespace: no reader or consumer takes it as a pool."""
@@ -67,6 +68,9 @@ class Encoding(Generic[S]):
     values: Callable[[S], Sequence[str | bytes]]
     ver: Callable[[str, S], int]
     score: Callable[[S], str] | None = None
+    newest: Callable[[S], int | None] = lambda _state: None
+    """The player's largest counted event time (ADR: the last of `recent`): with seasons, a
+    placed player is on the board when it is in the board's season (docs/api.md, "Seasons")."""
 
 
 def model_encoding(model: RatingModel[Any]) -> Encoding[Any]:
@@ -236,8 +240,12 @@ def write_pool(
     offsets: dict[int, int],
     watermarks: dict[int, int],
     snapshot: Snapshot | None,
+    seasons: SeasonSchedule = NO_SEASONS,
+    ladder: int = 0,
 ) -> int:
-    """Every key of the pool but the layout marker; returns the players written."""
+    """Every key of the pool but the layout marker; returns the players written. With
+    `seasons`, the board and tier counts are season `ladder`'s, and the schedule is written."""
+    season_from = season_start_ms(seasons, ladder)
     lb: list[str | bytes] = []
     activity: list[str] = []
     tiers: Counter[str] = Counter()
@@ -254,7 +262,7 @@ def write_pool(
             flat += (name, value)
         writer.command("HSET", prefix + player, *flat)
         tier = values[_TIER]
-        if tier:
+        if tier and (season_from is None or (encoding.newest(state) or -1) >= season_from):
             lb += (values[_MU] if score_of is None else score_of(state), player)
             tiers[str(tier)] += 1
         since = model.activity_time(state)
@@ -280,6 +288,9 @@ def write_pool(
         writer.command("HSET", keys.offsets(topic), *_flat(sorted(offsets.items())))
     if watermarks:
         writer.command("HSET", keys.watermarks(topic), *_flat(sorted(watermarks.items())))
+    if seasons.starts:
+        writer.command("HSET", keys.season_schedule, "version", str(seasons.version),
+                       "seasons", encode_schedule(seasons), "ladder", str(ladder))  # fmt: skip
     if snapshot is not None:
         fields_ = encode_snapshot(snapshot) | {"version": "1"}
         writer.command("HSET", keys.snapshot, *_flat(fields_.items()))

@@ -27,11 +27,12 @@ import redis
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from adr_cli import _rebuild_log, _rebuild_native, _rebuild_pool, _rebuild_rate
-from adr_cli.replay import _read_snapshot, _seconds_to_ms
+from adr_cli.replay import _read_seasons, _read_snapshot, _seconds_to_ms
 from consumer import ConsumerError
 from consumer.config import add_model_arguments, model_from_args
 from engine import (
     MODELS,
+    NO_SEASONS,
     AdrModel,
     EngineError,
     ModelBook,
@@ -119,6 +120,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_param_argument(parser, env=False)
     add_model_arguments(parser)
     parser.add_argument(
+        "--seasons",
+        type=Path,
+        metavar="FILE",
+        help="the pool's season schedule (what `adr season schedule` prints): each season's "
+        "soft reset applied as the consumer applies it, the board the last season's, the "
+        "schedule written to the namespace for the consumers that continue",
+    )
+    parser.add_argument(
         "--snapshot",
         type=Path,
         metavar="FILE",
@@ -192,6 +201,7 @@ def run(args: argparse.Namespace) -> int:
         params = Params.from_overrides(param_overrides(args.param, profile=args.profile))
         model = model_from_args(args, params)
         fixed = _read_snapshot(args.snapshot) if args.snapshot is not None else None
+        seasons = _read_seasons(args.seasons) if args.seasons is not None else NO_SEASONS
         every_ms = _seconds_to_ms(args.calibrate_every, "--calibrate-every")
         if args.commands_per_round < 1:
             raise ParamError("--commands-per-round must be >= 1")
@@ -205,11 +215,14 @@ def run(args: argparse.Namespace) -> int:
             args.kafka_setting,
             lambda item: ParamError(f"--kafka-setting expects NAME=VALUE, got {item!r}"),
         )
-        why_not = (
-            _rebuild_native.unavailable(params, args.lateness_ms, every_ms)
-            if model.name == MODELS[0]
-            else f"the native core rates {MODELS[0]} only, not {model.name}"
-        )
+        if seasons.starts and model.name != MODELS[0]:
+            raise ParamError(f"--seasons: seasons are {MODELS[0]}'s only, not {model.name}'s")
+        if model.name != MODELS[0]:
+            why_not: str | None = f"the native core rates {MODELS[0]} only, not {model.name}"
+        elif seasons.starts:
+            why_not = "the native core applies no season resets (--seasons)"
+        else:
+            why_not = _rebuild_native.unavailable(params, args.lateness_ms, every_ms)
         if args.core == "native" and why_not is not None:
             raise ParamError(f"--core native: {why_not}")
     except (ParamError, EngineError, ConsumerError, ValueError) as exc:
@@ -220,10 +233,14 @@ def run(args: argparse.Namespace) -> int:
     encoding: _rebuild_pool.Encoding[Any]
     if model.name == MODELS[0]:
         book = RatingBook(
-            params, calibrate_every_ms=every_ms, fixed_snapshot=fixed, lateness_ms=args.lateness_ms
-        )
+            params, calibrate_every_ms=every_ms, fixed_snapshot=fixed,
+            lateness_ms=args.lateness_ms, seasons=seasons,
+        )  # fmt: skip
         encoding = _rebuild_pool.Encoding(
-            model=AdrModel(params), values=player_values, ver=lambda _player, state: state.n
+            model=AdrModel(params),
+            values=player_values,
+            ver=lambda _player, state: state.n,
+            newest=lambda state: state.recent[-1] if state.recent else None,
         )  # ADR: ver (the player's rating changes) is its n, the counted kills it took part in
     else:  # another model: the engine's generic book, the consumer's encoding of that model
         book = ModelBook(
@@ -308,9 +325,15 @@ def _rebuild(
         client, args.commands_per_round, lambda n: progress.tick("write", n, events)
     )
     snapshot = rated.snapshot if rated.counted or args.snapshot else initial_snapshot(params)
-    players = _rebuild_pool.write_pool(
-        writer, keys, args.topic, rated.players, encoding, records, offsets, watermarks, snapshot
+    # the season schedule and the live board's season: ADR's book (the native core runs only
+    # without seasons, so its pool has one season, 0)
+    seasons, ladder = (
+        (book.seasons, book.ladder) if isinstance(book, RatingBook) else (NO_SEASONS, 0)
     )
+    players = _rebuild_pool.write_pool(
+        writer, keys, args.topic, rated.players, encoding, records, offsets, watermarks,
+        snapshot, seasons, ladder,
+    )  # fmt: skip
     client.set(keys.model, stamp)  # the pool's model, before the switch makes it a pool
     if offsets:
         consumer.commit(

@@ -24,16 +24,19 @@ import msgspec
 from adr_cli._errors import CliError
 from engine import (
     MODELS,
+    NO_SEASONS,
     TIER_LABELS,
     EngineError,
     ModelBook,
     ParamError,
     Params,
     RatingBook,
+    SeasonSchedule,
     Snapshot,
     model_named,
 )
 from redis_layout.event_ids import CountingRules
+from redis_layout.season_schedule import decode_schedule
 from runtime.params import add_param_argument, param_overrides
 from runtime.settings import key_values
 
@@ -84,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "model's own parameters (e.g. elo k_rule=fide, glicko2 period_ms=3600000).\n\n"
         "Exit codes: 0 done (malformed records are reported and skipped), 1 input/output\n"
         "error, 2 usage error (unknown model, unknown --param or --model-param name, bad\n"
-        "value, bad --snapshot file)."
+        "value, bad --snapshot or --seasons file, --seasons with a model other than adr)."
     )
     parser.add_argument(
         "events", metavar="EVENTS", help="events file (JSON lines or msgpack), - for stdin"
@@ -125,6 +128,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="use this population.json-like snapshot (mean_mu_active, boundaries); never calibrate",
     )
     parser.add_argument(
+        "--seasons",
+        type=Path,
+        metavar="FILE",
+        help="the pool's season schedule (what `adr season schedule` prints): each season's "
+        "soft reset at a player's first counted event of it, as the consumer applies it (adr only)",
+    )
+    parser.add_argument(
         "--lateness",
         type=float,
         default=3600.0,
@@ -158,14 +168,20 @@ def run(args: argparse.Namespace) -> int:
         fixed = _read_snapshot(args.snapshot) if args.snapshot is not None else None
         every_ms = _seconds_to_ms(args.calibrate_every, "--calibrate-every")
         lateness_ms = _seconds_to_ms(args.lateness, "--lateness")
+        seasons = _read_seasons(args.seasons) if args.seasons is not None else NO_SEASONS
+        if seasons.starts and model.name != MODELS[0]:
+            raise ParamError(
+                f"--seasons: the season soft reset is implemented for adr only, not {model.name}"
+            )
     except (ParamError, EngineError) as exc:
         _log("error", "usage", message=str(exc))
         return EXIT_USAGE
     book: Book
     if model.name == MODELS[0]:
         book = RatingBook(
-            params, calibrate_every_ms=every_ms, fixed_snapshot=fixed, lateness_ms=lateness_ms
-        )
+            params, calibrate_every_ms=every_ms, fixed_snapshot=fixed, lateness_ms=lateness_ms,
+            seasons=seasons,
+        )  # fmt: skip
     else:
         book = ModelBook(
             model, params, calibrate_every_ms=every_ms, fixed_snapshot=fixed,
@@ -243,6 +259,14 @@ def _read_snapshot(path: Path) -> Snapshot:
         boundaries=bounds,
         active_count=count if isinstance(count, int) else 0,
     )
+
+
+def _read_seasons(path: Path) -> SeasonSchedule:
+    """A season schedule file (redis_layout/season_schedule.py's text)."""
+    try:
+        return decode_schedule(path.read_bytes())
+    except (OSError, ValueError) as exc:
+        raise EngineError(f"bad --seasons file {str(path)!r}: {exc}") from exc
 
 
 def _open(path: str) -> tuple[IO[bytes], Any]:
@@ -328,6 +352,8 @@ def _write_outputs(out_dir: Path, book: Book, malformed: int, by_id: CountingRul
         "snapshot_taken_at": snap.taken_at,
         "players": len(book),
     }
+    if book.seasons.starts:
+        population["season"] = book.ladder  # the season the live board shows (0: the first)
     with _atomic(out_dir / "population.json") as out:
         out.write(json.dumps(population, indent=2, allow_nan=False))
         out.write("\n")

@@ -53,7 +53,7 @@ import msgspec
 from consumer._batch import Plan, View, rate_batch
 from consumer._decoding import Accepted, batch_reads, decode_messages, next_offsets
 from consumer._stages import HASH_VALUES, RATE, StageClock
-from engine import Params, PlayerState, initial_snapshot
+from engine import Params, PlayerState, SeasonSchedule, SeasonStart, initial_snapshot
 from loadgen import SimConfig, generate
 from redis_layout import Keys
 from schemas import Limits
@@ -119,7 +119,16 @@ def backlog(args: argparse.Namespace) -> list[list[Message]]:
 class Stored:
     """What Redis (and the state cache) hold after the batches so far: the View's source."""
 
-    def __init__(self, params: Params, tiers: bool) -> None:
+    def __init__(self, params: Params, tiers: bool, seasons: int = 0) -> None:
+        self.seasons = SeasonSchedule(
+            tuple(
+                SeasonStart(f"s{j}", START_TS + HOUR_MS * j // (seasons + 1), params.mu0)
+                for j in range(1, seasons + 1)
+            ),
+            version=seasons,
+        )
+        """`--seasons`: that many season starts spread over the backlog's hour of event time."""
+        self.ladder = 0
         self.players: dict[str, tuple[PlayerState, int]] = {}
         self.cooldowns: dict[str, int] = {}
         self.ids: dict[str, bytes] = {}
@@ -145,6 +154,12 @@ class Stored:
         )
         view.watermarks = {p: self.watermarks.get(p) for p in partitions}
         view.event_ids = {k: self.ids.get(k) for k in ids}
+        if self.seasons.starts:
+            view.seasons, view.season_version, view.ladder = (
+                self.seasons,
+                self.seasons.version,
+                self.ladder,
+            )
         return view
 
     def write(self, plan: Plan) -> None:
@@ -156,6 +171,7 @@ class Stored:
         self.player_count = plan.player_count
         self.offsets.update(plan.offsets)
         self.watermarks.update(plan.watermarks)
+        self.ladder = plan.season[2]
 
 
 def fingerprint(digest: Any, plan: Plan) -> None:
@@ -179,6 +195,8 @@ def fingerprint(digest: Any, plan: Plan) -> None:
             ]
         )
     )
+    if plan.season[2]:  # --seasons (the default's digest stays the one recorded before them)
+        digest.update(msgspec.msgpack.encode([plan.season, plan.unranked]))
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -187,7 +205,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     batches = backlog(args)
     limits = Limits(max_age_ms=4 * HOUR_MS)
     now_ms = START_TS + HOUR_MS
-    stored = Stored(params, not args.no_tiers)
+    stored = Stored(params, not args.no_tiers, args.seasons)
     clock = StageClock()
     digest = hashlib.sha256()
     events = counted = 0
@@ -274,6 +292,13 @@ def main(argv: list[str] | None = None) -> int:
         help="the initial snapshot (no boundaries: nobody is placed) instead of fixed boundaries",
     )
     parser.add_argument("--gc", action="store_true", help="leave the cyclic GC on")
+    parser.add_argument(
+        "--seasons",
+        type=int,
+        default=0,
+        help="season starts spread over the backlog's event time (each player's soft reset at "
+        "its first event of each; default 0: none)",
+    )
     parser.add_argument(
         "--callgrind",
         nargs="*",

@@ -26,11 +26,16 @@ from consumer._decoding import Accepted, EventFields
 from consumer._stages import HASH_VALUES, NO_STAGES, RATE, StageTimer
 from engine import (
     DEFAULT_LATENESS_MS,
+    NO_SEASONS,
     AdrModel,
     Params,
     PlayerState,
+    SeasonSchedule,
     Snapshot,
     is_duplicate,
+    ladder_of,
+    season_start_ms,
+    season_step,
     tier_label,
 )
 from redis_layout import Keys
@@ -72,6 +77,12 @@ class View:
     """player id or cooldown key -> why its stored value does not decode (left out above)."""
     event_ids: dict[str, bytes | None] = dataclasses.field(default_factory=dict)
     """event id key -> content digest of the event counted under that id (None: none)."""
+    seasons: SeasonSchedule = NO_SEASONS
+    """The pool's season schedule (`{ns}:season_schedule`; engine.season_step applies it)."""
+    season_version: int = 0
+    """Its version: the write applies only while Redis still holds it (as the epoch)."""
+    ladder: int = 0
+    """The season the live board shows (docs/api.md, "Seasons"); checked by the write too."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -119,6 +130,12 @@ class Plan:
     """P once the write has run (tracked players of the pool)."""
     epoch: int = 0
     """The pool epoch the outbox's changes carry, checked by the write (View.epoch)."""
+    season: tuple[int, int, int] = (0, 0, 0)
+    """(the schedule's version, the ladder read, the ladder after the batch): the write checks
+    the first two and, when the third is larger, starts the new season's board (apply.lua)."""
+    unranked: list[str] = dataclasses.field(default_factory=list)
+    """Placed players the live board leaves out: their newest counted event is from before the
+    season it shows (a late event of the last season)."""
 
 
 def rate_batch(
@@ -166,6 +183,9 @@ def rate_batch(
     count = view.player_count
     newcomer = model.new_player()
     new_units = model.units(newcomer)
+    seasons = view.seasons
+    has_seasons = bool(seasons.starts)
+    newest = -1  # the largest counted ts (the ladder's season)
     for item in events:
         applied_to = view.offsets.get(item.partition)
         if applied_to is not None and item.offset < applied_to:
@@ -220,10 +240,18 @@ def rate_batch(
         if b is None:
             b, joined = newcomer, joined + 1
         added = joined * new_units if joined else 0  # S is a big int: no product when 0
+        rated_a, rated_b = a, b
         try:
+            if has_seasons:  # a season's soft reset at the player's first event of it
+                rated_a = season_step(a, ts, seasons, params)
+                rated_b = season_step(b, ts, seasons, params)
+                if rated_a is not a:
+                    added += model.units(rated_a) - model.units(a)
+                if rated_b is not b:
+                    added += model.units(rated_b) - model.units(b)
             outcome = model.rate(
-                a,
-                b,
+                rated_a,
+                rated_b,
                 ts,
                 total + added,
                 count + joined,
@@ -245,6 +273,8 @@ def rate_batch(
         plan.event_ids.append((id_key, digest, ts))
         plan.counted += 1
         plan.counted_ts.append(ts)
+        if ts > newest:
+            newest = ts
         outbox = plan.outbox
         seq = _next_seq(attacker, vers, view)
         record = rating_change_record(
@@ -261,6 +291,10 @@ def rate_batch(
 
     stages.stop(RATE)
     stages.start()
+    ladder = view.ladder
+    if has_seasons and newest >= 0:
+        ladder = max(ladder, ladder_of(seasons, newest))
+    plan.season = (view.season_version, view.ladder, ladder)
     _plan_players(plan, states, vers, view, model)
     stages.stop(HASH_VALUES)
     return finish_plan(plan, view, count, touched_pairs, watermarks, batch_offsets)
@@ -288,6 +322,52 @@ def finish_plan(
         plan.offset_checks.append((partition, stored))
         plan.offsets.append((partition, max(next_offset, stored or 0)))
     return plan
+
+
+class _Ranked:
+    """Who the live board ranks when the pool has seasons: a placed player whose newest counted
+    event is in the season the board shows (from `since`, None: the first season, everyone).
+    A batch that moves the board to a new season (`switch`) starts it empty: the write empties
+    `{ns}:lb` and `{ns}:tier_counts` first, so nobody's old contribution is taken back."""
+
+    __slots__ = ("before", "plan", "since", "switch")
+
+    def __init__(self, plan: Plan, before: int | None, since: int | None, switch: bool) -> None:
+        self.plan = plan
+        self.before = before
+        self.since = since
+        self.switch = switch
+
+    @classmethod
+    def of(cls, plan: Plan, view: View) -> _Ranked:
+        _version, read, after = plan.season
+        return cls(
+            plan,
+            season_start_ms(view.seasons, read),
+            season_start_ms(view.seasons, after),
+            after > read,
+        )
+
+    def on_board(self, state: PlayerState, since: int | None) -> bool:
+        if not state.tier:
+            return False
+        return since is None or (bool(state.recent) and state.recent[-1] >= since)
+
+
+def _count_ranked(
+    ranked: _Ranked,
+    player: str,
+    old: PlayerState | None,
+    state: PlayerState,
+    tier_counts: Counter[str],
+) -> None:
+    """The tier counts of the live board (`_Ranked`) and the placed players it leaves out."""
+    if old is not None and not ranked.switch and ranked.on_board(old, ranked.before):
+        tier_counts[tier_label(old.tier)] -= 1
+    if ranked.on_board(state, ranked.since):
+        tier_counts[tier_label(state.tier)] += 1
+    elif state.tier:
+        ranked.plan.unranked.append(player)
 
 
 def count_player(
@@ -395,6 +475,7 @@ def _plan_players(
     the player's changes, so each change's seq is the ver right after it."""
     tier_counts: Counter[str] = Counter()
     out = plan.players
+    ranked = _Ranked.of(plan, view) if view.seasons.starts else None
     for player, state in states.items():
         old, ver = view.players[player]
         if old is state:
@@ -409,7 +490,11 @@ def _plan_players(
         out.extend(script_items(state))
         since = model.activity_time(state)
         out.append("" if since is None else str(since))
-        if old is None:
+        if ranked is not None:  # seasons: the board's own tier counts
+            _count_ranked(ranked, player, old, state, tier_counts)
+            old_units = 0 if old is None else model.units(old)
+            count_player(plan, tier_counts, 0, 0, old_units, model.units(state))
+        elif old is None:
             count_player(plan, tier_counts, 0, state.tier, 0, model.units(state))
         else:
             count_player(

@@ -367,7 +367,8 @@ class Lifecycle:
 
 def _lay_over(view: View, plan: Plan) -> None:
     """Make `view` (read before `plan`'s write ran) what Redis holds once it has run: its pairs,
-    event ids, offsets, watermarks, S and P (its players come from the overlay the read used)."""
+    event ids, offsets, watermarks, S and P, the season the board shows (its players come from
+    the overlay the read used)."""
     view.cooldowns.update(plan.cooldowns)
     event_ids = view.event_ids
     for key, digest, _ts in plan.event_ids:  # a loop: several times faster than update(generator)
@@ -376,6 +377,7 @@ def _lay_over(view: View, plan: Plan) -> None:
     view.watermarks.update(plan.watermarks)
     view.player_count += plan.count_delta
     view.sigma_units_total += (plan.sigma_hi_delta << 32) + plan.sigma_lo_delta
+    view.ladder = max(view.ladder, plan.season[2])  # a new season's board it started
 
 
 def _settle(write: PendingWrite) -> None:

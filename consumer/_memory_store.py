@@ -1,11 +1,12 @@
 """A rating pool in memory behind the `PoolStore` port, for tests that need no redis-server.
 
 `MemoryStore` keeps what the write script keeps for one pool and topic (player states and vers, S
-and P, cooldowns, event ids, offsets, watermarks, the outbox, the epoch, the leaderboard) and
-applies a Plan as redis_layout/scripts/apply.lua does (for a pool of a model other than ADR, the
-same script behind the scored header: each player's score in its players section): every check
-first (the epoch, each batch partition's stored offset, each changed player's ver as the players
-section carries it, no event id recorded meanwhile), then all of the write or none of it.
+and P, cooldowns, event ids, offsets, watermarks, the outbox, the epoch, the leaderboard, the
+season schedule's version and ladder) and applies a Plan as redis_layout/scripts/apply.lua does
+(for a pool of a model other than ADR, the same script behind the scored header: each player's
+score in its players section): every check first (the epoch, the season schedule's version and
+ladder, each batch partition's stored offset, each changed player's ver as the players section
+carries it, no event id recorded meanwhile), then all of the write or none of it.
 tests/consumer/test_pool_store_contract.py runs one suite against it and against the Lua `Store`
 on a real redis-server, for every rating model (engine.MODELS), so the two cannot drift apart
 unnoticed.
@@ -29,7 +30,7 @@ from typing import Any
 
 from consumer._batch import Plan, View
 from consumer._ports import PendingWrite
-from engine import AdrModel, RatingModel, Snapshot
+from engine import NO_SEASONS, AdrModel, RatingModel, SeasonSchedule, Snapshot
 from redis_layout import Conflict
 from redis_layout.apply_contract import PLAYER_ITEMS, SCORED_PLAYER_ITEMS
 
@@ -53,6 +54,10 @@ class Pool:
     """player -> its leaderboard score as the players section sends it: ADR's `mu` once placed in
     a tier, another model's `score` item (its display rating once placed). As the script, a write
     ranks a player that has one and leaves the rank of one that has none."""
+    seasons: SeasonSchedule = NO_SEASONS
+    """The season schedule (a test closes a season by setting it and `season_version`)."""
+    season_version: int = 0
+    ladder: int = 0
 
 
 class MemoryStore:
@@ -112,6 +117,9 @@ class MemoryStore:
             watermarks={p: h.watermarks.get(p) for p in partitions},
             event_ids={k: h.event_ids.get(k) for k in ids},
             epoch=h.epoch,
+            seasons=h.seasons,
+            season_version=h.season_version,
+            ladder=h.ladder,
         )
 
     def read_view_then_write(
@@ -144,9 +152,14 @@ class MemoryStore:
                 raise Conflict("offset", str(partition))
         if plan.epoch != h.epoch:
             raise Conflict("epoch", "epoch")
+        if plan.season[:2] != (h.season_version, h.ladder):
+            raise Conflict("season", "season_schedule")
         for key, _digest, _ts in plan.event_ids:
             if key in h.event_ids:
                 raise Conflict("event_id", key)
+        if plan.season[2] > plan.season[1]:  # a new season's first event: its board starts empty
+            h.leaderboard.clear()
+        unranked = set(plan.unranked)  # placed, but their newest event is before the season
         for i in range(0, len(items), width):
             player = str(items[i + at_id])
             state, ver = plan.states[player]
@@ -156,7 +169,7 @@ class MemoryStore:
                 score = str(items[i + self._score])
             else:  # ADR: ranked by μ once placed in a tier
                 score = str(items[i + self._mu]) if items[i + self._tier] != "" else ""
-            if score:
+            if score and player not in unranked:
                 h.leaderboard[player] = score
         h.player_count += plan.count_delta
         h.sigma_units_total += (plan.sigma_hi_delta << 32) + plan.sigma_lo_delta
@@ -165,6 +178,7 @@ class MemoryStore:
         for partition, offset in plan.offsets:
             h.offsets[partition] = max(offset, h.offsets.get(partition, 0))
         h.watermarks.update(plan.watermarks)
+        h.ladder = max(h.ladder, plan.season[2])
         if plan.outbox:
             h.outbox.append(list(plan.outbox))
 

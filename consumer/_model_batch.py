@@ -63,6 +63,9 @@ def rate_model_batch(
     rules and Plan); `params` gives the pool's cooldown (§2.1, whatever the model)."""
     stages.start()
     plan = Plan(epoch=view.epoch)
+    # No season resets for these models (`adr season close` refuses their pools); the write
+    # still checks the schedule's version and the ladder, as it checks the epoch.
+    plan.season = (view.season_version, view.ladder, view.ladder)
     epoch = view.epoch
     states: dict[str, Any] = {}
     vers: dict[str, int] = {}

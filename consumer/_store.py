@@ -19,6 +19,7 @@ import redis
 
 from consumer._batch import Plan, View
 from consumer._errors import CorruptState
+from consumer._season_read import SeasonRecord
 from consumer._stages import NO_STAGES, READ, WRITE_ARGUMENTS, StageTimer
 from consumer._view_read import ViewRead, decode_model_player, stored_offsets
 from engine import (
@@ -98,6 +99,8 @@ class Store:
         self.offsets_key = keys.offsets(topic)
         self.watermarks_key = keys.watermarks(topic)
         self._snapshot_version: bytes | None = None
+        self.seasons = SeasonRecord(keys.season_schedule)
+        """The season schedule's read (consumer/_season_read.py)."""
         self._index_args = (
             DUE_BUCKET_MS,
             keys.cooldown_bucket_prefix,
@@ -117,6 +120,7 @@ class Store:
             "cooldown_due": keys.cooldown_due,
             "due_buckets": keys.due_buckets,
             "epoch": keys.epoch,
+            "season_schedule": keys.season_schedule,
         }
         """The write's KEYS by their names in redis_layout/apply_contract.py."""
         self._snapshot = initial_snapshot(params)
@@ -248,6 +252,7 @@ class Store:
             "sweep": [keep_ms, floor, *self._index_args],
             "event_ids": _flat(plan.event_ids),
             "epoch": [plan.epoch],
+            "season": [*plan.season, *plan.unranked],
         }
         sections = [by_name[name] for name in apply_contract.SECTIONS]
         keys = [self._write_keys[name] for name in apply_contract.KEYS]

@@ -4,9 +4,10 @@
 The read is one pipelined round trip (consumer/_store.py sends it, alone or ahead of a write):
 each player's hash (HMGET of the codec's READ_FIELDS, the key set into a command packed once),
 then one command per section (event ids, cooldowns, the epoch, `pop`, offsets, watermarks, the
-snapshot's version). The replies are taken by section name, and every value that does not decode
-is handled here: a corrupt player or cooldown is left out and named in `View.corrupt` (reported
-through the store), a corrupt `pop`, offsets or epoch raises CorruptState.
+snapshot's version, the season schedule). The replies are taken by section name, and every value
+that does not decode is handled here: a corrupt player or cooldown is left out and named in
+`View.corrupt` (reported through the store), a corrupt `pop`, offsets, epoch or season schedule
+raises CorruptState.
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ class ViewRead:
         section("offsets", pack(("HMGET", store.offsets_key, *(partitions or [-1]))))
         section("watermarks", pack(("HMGET", store.watermarks_key, *(partitions or [-1]))))
         section("snapshot_version", pack(("HGET", k.snapshot, "version")))
+        section("season", store.seasons.command)
         self.at = at
         """section name -> the index of its reply (the players' replies come first, in order)."""
         self.commands: list[bytes] = commands
@@ -138,6 +140,7 @@ class ViewRead:
         except ValueError as exc:
             raise CorruptState("pop", keys.pop, str(exc)) from None
         ids = self.ids
+        seasons, season_version, ladder = store.seasons.parse(reply[at["season"]])
         return View(
             epoch=stored_epoch(keys.epoch, reply[at["epoch"]]),
             players=stored,
@@ -149,6 +152,9 @@ class ViewRead:
             watermarks=self._watermarks(reply[at["watermarks"]]),
             corrupt=corrupt,
             event_ids=dict(zip(ids, reply[at["event_ids"]], strict=True)) if ids else {},
+            seasons=seasons,
+            season_version=season_version,
+            ladder=ladder,
         )
 
 

@@ -37,7 +37,16 @@ from engine._model_book import ModelBook
 from engine._models import MODELS, model_named, model_parameters
 from engine._outcome import diffusion, outcome_probability, p_ab, p_ab_logistic
 from engine._pair_load import leaked_load, load_after, load_weight
-from engine._season import SeasonReset, soft_reset
+from engine._season import (
+    NO_SEASONS,
+    SeasonReset,
+    SeasonSchedule,
+    SeasonStart,
+    ladder_of,
+    season_start_ms,
+    season_step,
+    soft_reset,
+)
 from engine._sigma import sigma_mean, sigma_units
 from engine._snapshot import (
     activity_time,
@@ -85,6 +94,7 @@ __all__ = [
     "EMPTY_SNAPSHOT",
     "MODELS",
     "MS_PER_DAY",
+    "NO_SEASONS",
     "PROFILES",
     "TIER_COUNT",
     "TIER_LABELS",
@@ -108,6 +118,8 @@ __all__ = [
     "RatingBook",
     "RatingModel",
     "SeasonReset",
+    "SeasonSchedule",
+    "SeasonStart",
     "Snapshot",
     "TrueSkillConfig",
     "TrueSkillModel",
@@ -143,6 +155,7 @@ __all__ = [
     "is_active",
     "is_duplicate",
     "is_returning",
+    "ladder_of",
     "leaked_load",
     "load_after",
     "load_weight",
@@ -162,6 +175,8 @@ __all__ = [
     "rate_kill",
     "recent_next",
     "repeat_weight",
+    "season_start_ms",
+    "season_step",
     "sigma_mean",
     "sigma_next",
     "sigma_units",

@@ -17,6 +17,7 @@ from engine._counting import (
 from engine._errors import EngineError
 from engine._kill import NextScalars, Scalars, kill_update, predict
 from engine._pair_load import PairLoads, load_weight
+from engine._season import NO_SEASONS, SeasonSchedule, ladder_of, reset_scalars
 from engine._sigma import sigma_mean, sigma_units
 from engine._state import PlayerState, Snapshot, initial_snapshot, new_player
 from engine._store import PlayerRecord, PlayerStore
@@ -42,6 +43,10 @@ class RatingBook:
     a snapshot (docs/algorithm.md#snapshot) before a counted event at t when none exists yet or
     t − last ≥ calibrate_every_ms (event time), never with `fixed_snapshot`. The players live in
     a columnar PlayerStore and are rated by `kill_update`, the same steps as rate_kill.
+
+    Seasons (`seasons`, engine/_season.py): a player's first counted event at or after a season's
+    start takes that season's soft reset before it is rated (`season_step`'s rule, on the
+    records).
     """
 
     def __init__(
@@ -51,6 +56,7 @@ class RatingBook:
         calibrate_every_ms: int = DEFAULT_CALIBRATE_EVERY_MS,
         fixed_snapshot: Snapshot | None = None,
         lateness_ms: int = DEFAULT_LATENESS_MS,
+        seasons: SeasonSchedule = NO_SEASONS,
     ) -> None:
         fixed = fixed_snapshot is not None
         snapshot = fixed_snapshot if fixed_snapshot is not None else initial_snapshot(params)
@@ -60,6 +66,8 @@ class RatingBook:
             params.mu0,
         )  # fmt: skip
         self.params = params
+        self.seasons = seasons
+        self._newest_counted: int | None = None  # the largest counted ts (the ladder's season)
         self.calibrate_every_ms = calibrate_every_ms
         self.lateness_ms = lateness_ms
         self._units = 0  # S = Σ σ_i·2**k over tracked players, exact
@@ -77,6 +85,13 @@ class RatingBook:
     def watermark(self) -> int | None:
         """The largest event time accepted so far (ms)."""
         return self._counting.watermark
+
+    @property
+    def ladder(self) -> int:
+        """The season the live ladder shows: that of the largest counted event time (0: the
+        first; docs/api.md, "Seasons")."""
+        newest = self._newest_counted
+        return 0 if newest is None else ladder_of(self.seasons, newest)
 
     def is_late(self, ts: int) -> bool:
         """Whether an event at `ts` is late: older than the watermark less `lateness_ms`."""
@@ -176,6 +191,12 @@ class RatingBook:
             ia = self._track(attacker)
         if ib is None:
             ib = self._track(victim)
+        if self.seasons.starts:
+            self._season_step(ia, ts)
+            self._season_step(ib, ts)
+        newest = self._newest_counted
+        if newest is None or ts > newest:
+            self._newest_counted = ts
         loads = self._loads
         if loads is None:
             self._rate(ia, ib, ts, last)
@@ -225,6 +246,26 @@ class RatingBook:
                 counting.file(i, activity)
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _season_step(self, i: int, ts: int) -> None:
+        """engine.season_step on player i's record: the soft reset of every season start its
+        event at `ts` crosses (its newest counted time < start <= ts); none for a player with no
+        counted event. S follows the new σ."""
+        r = self._store.records[i]
+        if r.rec_len == 0:
+            return
+        newest = r.rec_newest
+        params = self.params
+        for start in self.seasons.starts:
+            if start.start_ms > ts:
+                break
+            if newest < start.start_ms:
+                r.mu, r.sigma = reset_scalars(r.mu, r.sigma, start.pool_mean, start.reset, params)
+                r.streak = 0
+                r.phi = r.h_up = r.h_down = 0.0
+                units = sigma_units(r.sigma, params)
+                self._units += units - r.sigma_u
+                r.sigma_u = units
 
     def _track(self, player: str) -> int:
         """Step 4: a new player joins P with the initial state; its σ0 enters S (§2.2)."""

@@ -14,13 +14,22 @@ not form (n, last_ts, the tier, the window of |Δμ|, the recent event times, th
 pool), are kept. Each operation is one IEEE-754 operation, correctly rounded (sqrt included), so
 the result is the same bits in every replay, compiled or not.
 
-Applying it exactly once per player and season is the caller's (the consumer's) part: the
-player's state must record the season it was last reset for.
+When (`SeasonSchedule`, `season_step`): season k + 1 starts at an event time T (`adr season
+close`). A player takes the reset of season k + 1 at their first counted event with ts >= T, before
+that event is rated; a player whose latest counted event time (the newest of `recent`, which keeps
+the n_active largest counted times, so it is the largest ever counted) is below T and whose event
+is at T or later crosses the start. That needs no field of its own: once that event is counted
+the newest counted time is >= T for good, so the reset applies exactly once per player and
+season, and a redo of the same event on the same stored state applies it again to the same
+bits. A player crossing several starts at once (absent for a whole season) takes each reset in
+order. A player with no counted event yet (new) takes none: it starts at the initial state. An
+event with ts < T (late, within the lateness) takes none and is rated on the state as it is.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Final
 
 import msgspec
 
@@ -46,16 +55,97 @@ class SeasonReset(msgspec.Struct, frozen=True, gc=False):
             )
 
 
+class SeasonStart(msgspec.Struct, frozen=True, gc=False):
+    """One season's start: from event time `start_ms` on, a player's first counted event takes
+    `reset` toward `pool_mean` (m, fixed when the previous season was closed)."""
+
+    id: str
+    start_ms: int
+    pool_mean: float
+    reset: SeasonReset = SeasonReset()
+
+
+class SeasonSchedule(msgspec.Struct, frozen=True, gc=False):
+    """The seasons started after the pool's first one, by start time (the pool's `{ns}:seasons`
+    record, `adr replay --seasons FILE`). `version` counts the closes that wrote it."""
+
+    starts: tuple[SeasonStart, ...] = ()
+    version: int = 0
+
+    def __post_init__(self) -> None:
+        previous: int | None = None
+        for start in self.starts:
+            if type(start.start_ms) is not int or not 0 <= start.start_ms < 2**53:
+                raise ParamError(f"season {start.id!r}: start_ms must be an int in [0, 2**53)")
+            if not math.isfinite(start.pool_mean):
+                raise ParamError(f"season {start.id!r}: pool_mean must be finite")
+            if previous is not None and start.start_ms <= previous:
+                raise ParamError(f"season {start.id!r} must start after the season before it")
+            previous = start.start_ms
+        if self.version < 0:
+            raise ParamError("a season schedule's version is >= 0")
+
+
+NO_SEASONS: Final = SeasonSchedule()
+
+
+def ladder_of(schedule: SeasonSchedule, ts: int) -> int:
+    """The season an event at `ts` falls in: how many starts lie at or before `ts` (0: the
+    pool's first season)."""
+    k = 0
+    for start in schedule.starts:
+        if start.start_ms > ts:
+            break
+        k += 1
+    return k
+
+
+def season_start_ms(schedule: SeasonSchedule, ladder: int) -> int | None:
+    """The event time season `ladder` started at (None for the first season: it has none)."""
+    return None if ladder == 0 else schedule.starts[ladder - 1].start_ms
+
+
+def season_step(
+    state: PlayerState, ts: int, schedule: SeasonSchedule, params: Params
+) -> PlayerState:
+    """`state` as a counted event at `ts` rates it: after the soft reset of every season start
+    it crosses (module docstring), or `state` itself (the same object) when it crosses none."""
+    recent = state.recent
+    if not recent:
+        return state  # no counted event yet: starts fresh, no reset
+    newest = recent[-1]
+    for start in schedule.starts:
+        if start.start_ms > ts:
+            break
+        if newest < start.start_ms:
+            state = soft_reset(state, start.pool_mean, start.reset, params)
+    return state
+
+
+def reset_scalars(
+    mu: float, sigma: float, pool_mean: float, reset: SeasonReset, params: Params
+) -> tuple[float, float]:
+    """(μ', σ') of the soft reset (module docstring), each one correctly rounded operation."""
+    moved = pool_mean + reset.keep * (mu - pool_mean)
+    # Rounding can carry m + keep·(μ − m) past μ (μ = 2e-115, m = 1, keep = 1 gives 0.0): keep it
+    # between the two, so the reset never moves a rating away from the mean (exact min/max).
+    mu = min(max(moved, min(mu, pool_mean)), max(mu, pool_mean))
+    sigma = math.sqrt(sigma * sigma + reset.sigma_raise * reset.sigma_raise)
+    return (
+        min(params.mu_max, max(params.mu_min, mu)),
+        min(params.sigma_max, max(params.sigma_min, sigma)),
+    )
+
+
 def soft_reset(
     state: PlayerState, pool_mean: float, reset: SeasonReset, params: Params
 ) -> PlayerState:
     """The state a player starts a new season with (module docstring)."""
-    mu = pool_mean + reset.keep * (state.mu - pool_mean)
-    sigma = math.sqrt(state.sigma * state.sigma + reset.sigma_raise * reset.sigma_raise)
+    mu, sigma = reset_scalars(state.mu, state.sigma, pool_mean, reset, params)
     return msgspec.structs.replace(
         state,
-        mu=min(params.mu_max, max(params.mu_min, mu)),
-        sigma=min(params.sigma_max, max(params.sigma_min, sigma)),
+        mu=mu,
+        sigma=sigma,
         streak=0,
         phi=0.0,
         h_up=0.0,

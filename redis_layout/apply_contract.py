@@ -47,6 +47,7 @@ SECTIONS: Final = (
     "sweep",
     "event_ids",
     "epoch",
+    "season",
 )
 """The argument sections after the player key prefix, in order (apply.lua says what each holds);
 ARGV carries each section's length first, then the sections."""
@@ -62,6 +63,7 @@ KEYS: Final = (
     "cooldown_due",
     "due_buckets",
     "epoch",
+    "season_schedule",
 )
 """KEYS of the call, in order: the pool's keys the script touches by name (the others it builds
 from the prefixes in ARGV)."""

@@ -155,6 +155,12 @@ class Keys:
         """The running season (a hash: `id`, `started_at` ms, `previous`), from the first close."""
         return self.prefix + "season"
 
+    @property
+    def season_schedule(self) -> str:
+        """The season starts the consumer applies (a hash: `version`, `seasons` JSON, `ladder`
+        the season the live board shows): redis_layout/season_schedule.py."""
+        return self.prefix + "season_schedule"
+
     def season_prefix(self, season_id: str) -> str:
         """What every key of a closed season's archive starts with (serve/seasons.py)."""
         return f"{self.prefix}season:{season_id}:"

@@ -7,9 +7,16 @@ board, a copy of `{ns}:lb`), `{ns}:season:<id>:player:<player>` (the placed play
 sigma, tier, n, last_ts, ver) and `{ns}:season:<id>:meta`; `{ns}:season` names the running
 season. An archive is never changed after it is written, so its answers may be cached long.
 
-Not done here: restarting the live ladder for the new season and the soft reset of each player at
-their first event of it (engine.soft_reset) are the consumer's part, which does not read
-`{ns}:season` yet.
+The same step schedules the next season's start at an event time T in `{ns}:season_schedule`
+(redis_layout/season_schedule.py): by default just after every event time the pool's consumers
+have accepted (the largest watermark + 1), or a later T the operator names. The consumer reads the
+schedule with every batch: a player's first counted event at or after T takes the soft reset
+(engine.season_step), and the first such event starts the new season's live board. The close is
+refused when T is not after every accepted event time (an event already rated must not fall in
+the new season), when the season the last close scheduled has not started yet, and for a pool
+whose model is not ADR (only ADR has a soft reset). The pool mean the reset pulls toward is the
+tier job's published μ̄_A (`{ns}:snapshot`), else μ0, unless given; it is written into the
+schedule, so `adr replay --seasons` uses the same bits.
 """
 
 from __future__ import annotations
@@ -17,11 +24,14 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
+from collections.abc import Sequence
 from typing import Final
 
 import redis
 
-from redis_layout import Keys, scripts
+from engine import EngineError, Params, SeasonReset, SeasonSchedule, SeasonStart
+from redis_layout import CorruptValue, Keys, decode_snapshot, pool_model, scripts
+from redis_layout.season_schedule import decode_schedule, encode_schedule
 from serve._errors import ServeError
 
 SEASON_ID: Final = re.compile(r"[A-Za-z0-9._-]{1,32}")
@@ -29,7 +39,13 @@ SEASON_ID: Final = re.compile(r"[A-Za-z0-9._-]{1,32}")
 
 
 class SeasonError(ServeError):
-    """A season id that is not one, or a season archived already."""
+    """A season id that is not one, a season archived already, or a close refused (the start
+    not after the accepted events, the last scheduled season not started, not an ADR pool)."""
+
+
+_RETRIES: Final = 5
+"""How often a close with the default start reads again when a consumer moved a watermark past
+the start it computed (or the schedule changed) between its read and its script."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -53,35 +69,129 @@ def check_season_id(season_id: str) -> str:
 
 
 def close_season(
-    client: redis.Redis, namespace: str, season_id: str, next_id: str, now_ms: int | None = None
+    client: redis.Redis,
+    namespace: str,
+    season_id: str,
+    next_id: str,
+    now_ms: int | None = None,
+    *,
+    start_ms: int | None = None,
+    reset: SeasonReset | None = None,
+    pool_mean: float | None = None,
+    topics: Sequence[str] = ("kill-events",),
 ) -> int:
-    """Archive the live board as `season_id` and name `next_id` current; returns the number of
-    placed players archived. SeasonError if `season_id` is archived already."""
+    """Archive the live board as `season_id`, name `next_id` current and schedule its start at
+    event time `start_ms` (None: just after every event time accepted on `topics`) with `reset`
+    toward `pool_mean` (None: the published μ̄_A, else μ0); returns the number of placed players
+    archived. SeasonError if refused (module docstring)."""
     check_season_id(season_id)
     check_season_id(next_id)
     if season_id == next_id:
         raise SeasonError("the next season needs an id of its own")
+    if start_ms is not None and not 0 <= start_ms < 2**53:
+        raise SeasonError(f"the next season's start must be an event time in ms, got {start_ms}")
     keys = Keys.of(namespace)
+    model = pool_model(client, keys)
+    if model != "adr":
+        raise SeasonError(f"the pool runs {model}: seasons (the soft reset) are ADR's only")
     closed_at = int(time.time() * 1000) if now_ms is None else now_ms
-    try:
-        return int(
-            client.eval(
-                scripts.SEASON_CLOSE,
-                3,
-                keys.lb,
-                keys.seasons,
-                keys.current_season,
-                season_id,
-                closed_at,
-                next_id,
-                keys.player_prefix,
-                keys.season_prefix(season_id),
-            )
+    watermark_keys = [keys.watermarks(t) for t in topics]
+    if client.exists(keys.pop) and not client.exists(*watermark_keys):
+        # a pool rated from another topic: its watermarks, not these, bound the start
+        raise SeasonError(
+            f"the pool has players but no watermarks for topic(s) {', '.join(topics)}: "
+            "name the topic its consumers read (--topic, ADR_TOPIC)"
         )
-    except redis.ResponseError as exc:
-        if "is archived already" in str(exc):
-            raise SeasonError(str(exc).removeprefix("EXISTS ")) from None
-        raise
+    for attempt in range(_RETRIES):
+        if is_closed(client, namespace, season_id):  # the script checks again, atomically
+            raise SeasonError(f"season {season_id} is archived already")
+        version, schedule, ladder = _read_schedule(client, keys)
+        if ladder != len(schedule.starts):
+            raise SeasonError(
+                f"season {schedule.starts[-1].id} (scheduled by the last close) has had no "
+                "counted event yet: close it once it has started"
+            )
+        start = start_ms
+        if start is None:
+            accepted = _largest_watermark(client, watermark_keys)
+            start = 0 if accepted is None else accepted + 1
+        mean = _pool_mean(client, keys) if pool_mean is None else pool_mean
+        try:
+            new = SeasonSchedule(
+                (*schedule.starts, SeasonStart(next_id, start, mean, reset or SeasonReset())),
+                version=version + 1,
+            )
+        except EngineError as exc:
+            raise SeasonError(str(exc)) from None
+        try:
+            return int(
+                client.eval(
+                    scripts.SEASON_CLOSE,
+                    4 + len(watermark_keys),
+                    keys.lb,
+                    keys.seasons,
+                    keys.current_season,
+                    keys.season_schedule,
+                    *watermark_keys,
+                    season_id,
+                    closed_at,
+                    next_id,
+                    keys.player_prefix,
+                    keys.season_prefix(season_id),
+                    version,
+                    new.version,
+                    encode_schedule(new),
+                    start,
+                    ladder,
+                )
+            )
+        except redis.ResponseError as exc:
+            text = str(exc)
+            code = text.split(" ", 1)[0]
+            retry = code == "STALE" or (code == "LATE" and start_ms is None)
+            if retry and attempt + 1 < _RETRIES:
+                continue
+            if code in ("EXISTS", "STALE", "NOTSTARTED", "LATE"):
+                raise SeasonError(text.removeprefix(code + " ")) from None
+            raise
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def season_schedule(client: redis.Redis, namespace: str) -> SeasonSchedule:
+    """The pool's season schedule (what `adr replay --seasons` reads)."""
+    return _read_schedule(client, Keys.of(namespace))[1]
+
+
+def _read_schedule(client: redis.Redis, keys: Keys) -> tuple[int, SeasonSchedule, int]:
+    version, text, ladder = client.hmget(keys.season_schedule, "version", "seasons", "ladder")
+    if text is None:
+        return int(version or 0), SeasonSchedule(), int(ladder or 0)
+    try:
+        schedule = decode_schedule(text)
+    except ValueError as exc:
+        raise SeasonError(f"{keys.season_schedule}: {exc}") from None
+    return int(version or 0), schedule, int(ladder or 0)
+
+
+def _largest_watermark(client: redis.Redis, watermark_keys: list[str]) -> int | None:
+    largest: int | None = None
+    for key in watermark_keys:
+        for value in client.hvals(key):
+            try:
+                ts = int(value)
+            except ValueError:
+                continue  # the consumer's write skips it too
+            largest = ts if largest is None else max(largest, ts)
+    return largest
+
+
+def _pool_mean(client: redis.Redis, keys: Keys) -> float:
+    """μ̄_A as the tier job last published it, else μ0 (nothing published yet)."""
+    try:
+        decoded = decode_snapshot(client.hgetall(keys.snapshot), keys.snapshot)
+    except CorruptValue:
+        decoded = None
+    return Params().mu0 if decoded is None else decoded[1].mean_mu_active
 
 
 def closed_seasons(client: redis.Redis, namespace: str) -> list[ClosedSeason]:

@@ -3,7 +3,8 @@
 -- redis_layout/apply_contract.py: the header above this comment is generated from it when the
 -- script is loaded (K_<key>, S_<section>, I_<player item>, FIELD, PLAYER_ITEMS, SECTIONS).
 -- KEYS: offsets, outbox, lb, activity, pop, tier_counts, watermarks, cooldown_due
---       (the zset index of releases before the buckets: only drained), due_buckets, epoch
+--       (the zset index of releases before the buckets: only drained), due_buckets, epoch,
+--       season_schedule
 -- ARGV[1] the player key prefix ("{ns}:player:"); ARGV[2..SECTIONS + 1]: how many ARGV items
 -- each section below has; the sections follow in order. Every number is a decimal string (Lua
 -- numbers are doubles and would lose int64 digits). Per player the script derives its rank and
@@ -24,6 +25,12 @@
 --              and swept with the cooldown keys (schemas/kill_event.md, "Meaning checks")
 --   epoch      the pool epoch the outbox's changes carry: checked like a ver (the epoch key
 --              must hold it, absent = "0"), so no change is written in an epoch already left
+--   season     the season schedule's version the batch was rated under and the ladder (the
+--              season the live board shows) it read, both checked like a ver (absent = "0"),
+--              so a season closed meanwhile makes the batch rate again; then the ladder after
+--              the batch: when larger, the board starts the new season (lb and tier_counts
+--              emptied before this batch's ranks and counts are written, the ladder stored);
+--              then the placed players the board leaves out (newest event before its season)
 -- Cooldown and event-id keys expire by event time, not by a TTL: a record whose last written ts
 -- is <= max(lowest watermark - keep, floor) is deleted (no event the consumer still accepts can
 -- fall in its cooldown), that horizon rounded down to the end of a bucket of BUCKET_MS.
@@ -79,7 +86,8 @@ for i = 1, #P, PLAYER_ITEMS do
 end
 local KIND = {[K_OFFSETS] = 'hash', [K_OUTBOX] = 'stream', [K_LB] = 'zset',
   [K_ACTIVITY] = 'zset', [K_POP] = 'hash', [K_TIER_COUNTS] = 'hash', [K_WATERMARKS] = 'hash',
-  [K_COOLDOWN_DUE] = 'zset', [K_DUE_BUCKETS] = 'zset', [K_EPOCH] = 'string'}
+  [K_COOLDOWN_DUE] = 'zset', [K_DUE_BUCKETS] = 'zset', [K_EPOCH] = 'string',
+  [K_SEASON_SCHEDULE] = 'hash'}
 for k = 1, #KEYS do
   local err = wrongtype(KEYS[k], KIND[k])
   if err then return err end
@@ -127,6 +135,13 @@ first = section(S_EPOCH)
 if (redis.call('GET', KEYS[K_EPOCH]) or '0') ~= ARGV[first] then
   return {1, 'epoch', KEYS[K_EPOCH]}
 end
+first, last = section(S_SEASON)
+local schedule = redis.call('HMGET', KEYS[K_SEASON_SCHEDULE], 'version', 'ladder')
+if (schedule[1] or '0') ~= ARGV[first] or (schedule[2] or '0') ~= ARGV[first + 1] then
+  return {1, 'season', KEYS[K_SEASON_SCHEDULE]}
+end
+local unranked = {}
+for i = first + 3, last do unranked[ARGV[i]] = true end
 first, last = section(S_EVENT_IDS)
 local ids = {}
 for i = first, last, 3 do ids[#ids + 1] = ARGV[i] end
@@ -154,6 +169,12 @@ for _, field in ipairs({'count', 'sigma_hi', 'sigma_lo'}) do
   if err then return err end
 end
 
+first = section(S_SEASON)
+if tonumber(ARGV[first + 2]) > tonumber(ARGV[first + 1]) then
+  -- The first event of a new season: its board starts empty (players enter it as they play).
+  redis.call('UNLINK', KEYS[K_LB], KEYS[K_TIER_COUNTS])
+  redis.call('HSET', KEYS[K_SEASON_SCHEDULE], 'ladder', ARGV[first + 2])
+end
 local lb, activity = {}, {}
 local function add(t, a, b)
   t[#t + 1] = a
@@ -171,7 +192,7 @@ for i = 1, #P, PLAYER_ITEMS do
   if I_SCORE then  -- a model other than ADR: its display rating, "" = not ranked
     local score = P[i + I_SCORE]
     if score ~= '' then add(lb, score, id) end
-  elseif P[i + I_TIER] ~= '' then  -- ADR: ranked by μ once placed
+  elseif P[i + I_TIER] ~= '' and not unranked[id] then  -- ADR: ranked by μ once placed
     add(lb, mu, id)
   end
   local since = P[i + I_ACTIVITY]

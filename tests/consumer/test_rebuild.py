@@ -21,10 +21,21 @@ import redis
 
 from consumer.config import Config
 from consumer.pipeline import Pipeline
-from engine import AdrModel, Params, model_named, model_parameters
+from engine import (
+    AdrModel,
+    Params,
+    RatingBook,
+    SeasonReset,
+    SeasonSchedule,
+    SeasonStart,
+    model_named,
+    model_parameters,
+    season_start_ms,
+)
 from redis_layout import Keys, model_stamp
 from redis_layout.layout import UnknownLayout, check_layout
 from redis_layout.player_codec import READ_FIELDS, decode_fields
+from redis_layout.season_schedule import encode_schedule
 from schemas import encode_kill_event
 
 FIRST, MORE = 6_000, 2_000
@@ -604,4 +615,60 @@ def test_the_documented_model_switch_runs_as_written(
         assert fields is not None
         states.append(model.from_fields(fields[0]))
     assert len(states) == int(client.hget(keys.pop, "count")) > 100
+    client.close()
+
+
+def test_a_rebuild_with_seasons_is_the_replay_with_them_and_the_consumer_continues(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
+) -> None:
+    params = Params()
+    events = S.events(9_000, players=800, arenas=30, seed=37)
+    first, more = events[:6_000], events[6_000:]
+    times = sorted(e.ts for e in first)
+    schedule = SeasonSchedule(
+        (
+            SeasonStart("s2", times[2_000] + 1, 1004.5, SeasonReset(0.5, 110.0)),
+            SeasonStart("s3", times[5_990] + 1, 997.25, SeasonReset(0.25, 60.0)),
+        ),
+        version=2,
+    )
+    (tmp_path / "seasons.json").write_text(encode_schedule(schedule))
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    S.produce(kafka_bootstrap, topic, S.encoded(first))
+    ns, group = unique_name("ns"), unique_name("g")
+    keys = Keys(ns)
+    client = redis.Redis.from_url(redis_url)
+    done = subprocess.run(
+        _rebuild_cmd(kafka_bootstrap, redis_url, ns, topic, group, _snapshot_file(tmp_path),
+                     "--seasons", str(tmp_path / "seasons.json")),
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+
+    def assert_pool(evs: list) -> None:  # type: ignore[type-arg]
+        book = RatingBook(params, fixed_snapshot=S.SNAPSHOT, seasons=schedule)
+        for e in evs:
+            book.apply(e.id, e.attacker, e.victim, e.ts)
+        stored = {p: s for p, (s, _v) in S.redis_players(client, keys).items()}
+        assert stored == book.players()
+        assert int(client.hget(keys.season_schedule, "ladder") or 0) == book.ladder
+        since = season_start_ms(schedule, book.ladder) or 0
+        board = {p: s.mu for p, s in stored.items() if s.tier and s.recent[-1] >= since}
+        assert {m.decode(): v for m, v in client.zrange(keys.lb, 0, -1, withscores=True)} == board
+        counts = {k.decode(): int(v) for k, v in client.hgetall(keys.tier_counts).items() if int(v)}
+        assert sum(counts.values()) == len(board) > 0
+
+    assert_pool(first)
+    # adr consume continues from it, reading the schedule the rebuild wrote
+    S.produce(kafka_bootstrap, topic, S.encoded(more))
+    config = Config(
+        bootstrap_servers=kafka_bootstrap, redis_url=redis_url, namespace=ns, topic=topic,
+        group=group, rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
+    )  # fmt: skip
+    consumer = S.start_threaded(config, params)
+    try:
+        S.wait_applied(client, keys, topic, {0: len(events)}, 240, alive=consumer.thread.is_alive)
+    finally:
+        consumer.stop()
+    assert_pool(events)
     client.close()

@@ -26,19 +26,26 @@ import random, sys, msgspec
 from runtime import compiled
 assert compiled.activate().startswith(sys.argv[1]), compiled.state()
 import engine._book
-from engine import Params, RatingBook, profile_overrides
+from engine import Params, RatingBook, SeasonReset, SeasonSchedule, SeasonStart, profile_overrides
 DAY = 86_400_000
 rng = random.Random(20261202)
 small = {"n_min": "4", "n_active": "3", "p_min": "5", "h_req": "60"}
 profile = profile_overrides(sys.argv[2])  # the opt-in switches too (paper: none)
 params = Params.from_overrides({**profile, **small})
-book = RatingBook(params, calibrate_every_ms=120_000, lateness_ms=600_000)
 ts = 1_700_000_000_000
+events = []
 for i in range(20_000):
     ts += rng.choice([0, 1, 700, 30_000, 59_999, 60_000, 3_600_000, 8 * DAY, 61 * DAY])
     late = rng.randrange(900_000) if rng.random() < 0.02 else 0
     a, b = rng.randrange(60), rng.randrange(60)
-    book.apply(str(i), f"p{a}", f"p{b}", ts - late)
+    events.append((str(i), f"p{a}", f"p{b}", ts - late))
+seasons = SeasonSchedule((  # two season starts: the soft resets run compiled too
+    SeasonStart("s2", events[6_000][3] + 1, 1003.7, SeasonReset(0.6, 85.5)),
+    SeasonStart("s3", events[14_000][3] + 1, 998.1, SeasonReset(0.3, 140.0)),
+), version=2)
+book = RatingBook(params, calibrate_every_ms=120_000, lateness_ms=600_000, seasons=seasons)
+for event in events:
+    book.apply(*event)
 sys.stdout.buffer.write(msgspec.msgpack.encode(
     [book.players(), book.snapshot, book.total_sigma_units,
      book.counted, book.duplicates, book.rejected_by_reason]
@@ -189,7 +196,7 @@ def _rate_batches(python: str, pythonpath: str | None, cwd: Path, **env: str) ->
     return result
 
 
-RATE_BATCH_ARGS = ("--events", "6000", "--players", "800", "--resend-every", "20")
+RATE_BATCH_ARGS = ("--events", "6000", "--players", "800", "--resend-every", "20", "--seasons", "2")
 
 
 def test_compiled_rate_batch_writes_the_bytes_of_the_pure_one(tmp_path: Path) -> None:

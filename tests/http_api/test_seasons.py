@@ -15,10 +15,19 @@ import redis
 from litestar.testing import TestClient
 from prometheus_client import CollectorRegistry
 
+from engine import SeasonReset, SeasonSchedule, SeasonStart
 from leaderboard import Board
-from redis_layout import Keys, stamp_layout
+from redis_layout import Keys, model_stamp, stamp_layout, stamp_model
+from redis_layout.season_schedule import decode_schedule
 from serve import Config, create_app
-from serve.seasons import SeasonError, close_season, closed_seasons, current_season
+from serve.seasons import (
+    CurrentSeason,
+    SeasonError,
+    close_season,
+    closed_seasons,
+    current_season,
+    season_schedule,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -88,7 +97,13 @@ def test_the_api_serves_a_closed_season_and_the_cli_closes_one(
     done = subprocess.run([*env_argv, "close", "--season", "2026-s1", "--next", "2026-s2"],
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == {"closed": "2026-s1", "players": 30, "current": "2026-s2"}
+    assert json.loads(done.stdout) == {
+        "closed": "2026-s1",
+        "players": 30,
+        "current": "2026-s2",
+        "starts_at_ms": 0,
+        "pool_mean": 1000.0,
+    }  # fmt: skip  (nothing counted yet: the next season starts at event time 0; μ0)
     again = subprocess.run([*env_argv, "close", "--season", "2026-s1", "--next", "x"],
                            capture_output=True, text=True, timeout=60)  # fmt: skip
     assert again.returncode == 1 and "archived already" in again.stderr
@@ -111,3 +126,66 @@ def test_the_api_serves_a_closed_season_and_the_cli_closes_one(
         long = api.get("/v1/seasons/" + "a" * 5000 + "/top")
         assert long.status_code == 400 and len(long.text) < 300  # the id is not echoed whole
         assert api.get("/v1/seasons/2026-s1/rank", params={"player": "zz"}).status_code == 404
+
+
+def test_the_close_schedules_the_next_start_and_refuses_what_would_be_inexact(
+    redis_client: redis.Redis, redis_url: str, unique_name: Callable[[str], str]
+) -> None:
+    keys = Keys(unique_name("season"))
+    _seed(redis_client, keys, 5)
+    redis_client.hset(keys.watermarks("kills"), mapping={"0": "5000", "1": "7000"})
+    argv = [sys.executable, "-m", "adr_cli.main", "season", "--redis-url", redis_url,
+            "--namespace", keys.namespace, "--topic", "kills"]  # fmt: skip
+
+    def season(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*argv, *args], capture_output=True, text=True, timeout=60)
+
+    late = season("close", "--season", "a", "--next", "b", "--next-start-ms", "7000")
+    assert late.returncode == 1 and "after every accepted event time" in late.stderr
+    assert redis_client.zcard(keys.seasons) == 0  # nothing written
+    for bad in (["--keep", "1.5"], ["--sigma-raise", "-1"], ["--pool-mean", "nan"],
+                ["--next-start-ms", "x"]):  # fmt: skip
+        usage = season("close", "--season", "a", "--next", "b", *bad)
+        assert usage.returncode == 2, (bad, usage.stderr)
+    done = season("close", "--season", "a", "--next", "b", "--keep", "0.25", "--pool-mean", "990.5")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["starts_at_ms"] == 7001  # just after the largest watermark
+    printed = season("schedule")
+    assert printed.returncode == 0
+    schedule = decode_schedule(printed.stdout)
+    assert schedule == SeasonSchedule(
+        (SeasonStart("b", 7001, 990.5, SeasonReset(0.25, SeasonReset().sigma_raise)),), version=1
+    )
+    assert current_season(redis_client, keys.namespace) == CurrentSeason("b", 7001)
+    again = season("close", "--season", "b", "--next", "c")
+    assert again.returncode == 1 and "no counted event yet" in again.stderr
+    redis_client.hset(keys.season_schedule, "ladder", "1")  # a consumer counted b's first event
+    redis_client.hset(keys.watermarks("kills"), "0", "9000")
+    later = season("close", "--season", "b", "--next", "c", "--next-start-in", "0")
+    assert later.returncode == 0, later.stderr  # now (wall clock) is after 9000 ms
+    assert [s.id for s in season_schedule(redis_client, keys.namespace).starts] == ["b", "c"]
+
+
+def test_a_pool_of_another_model_has_no_seasons(
+    redis_client: redis.Redis, unique_name: Callable[[str], str]
+) -> None:
+    keys = Keys(unique_name("season"))
+    _seed(redis_client, keys, 3)
+    stamp_model(redis_client, keys, model_stamp("elo", {"k": 32.0}))
+    with pytest.raises(SeasonError, match="ADR's only"):
+        close_season(redis_client, keys.namespace, "s1", "s2")
+    assert redis_client.zcard(keys.seasons) == 0
+
+
+def test_a_close_naming_a_topic_the_pool_was_not_rated_from_is_refused(
+    redis_client: redis.Redis, unique_name: Callable[[str], str]
+) -> None:
+    keys = Keys(unique_name("season"))
+    _seed(redis_client, keys, 3)
+    redis_client.hset(keys.pop, mapping={"count": "3"})
+    redis_client.hset(keys.watermarks("kills"), "0", "9000")
+    with pytest.raises(SeasonError, match="name the topic"):  # its watermarks would not bound T
+        close_season(redis_client, keys.namespace, "s1", "s2", topics=("kill-events",))
+    assert redis_client.zcard(keys.seasons) == 0
+    close_season(redis_client, keys.namespace, "s1", "s2", topics=("kills",))
+    assert season_schedule(redis_client, keys.namespace).starts[0].start_ms == 9001

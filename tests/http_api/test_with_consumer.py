@@ -61,7 +61,7 @@ def test_a_season_closes_and_the_api_answers_while_the_pipeline_runs(
                 assert proc.poll() is None, (name, (tmp_path / f"{name}.log").read_text()[-2000:])
             assert time.monotonic() < deadline, "fewer than 40 placed players after 120 s"
             time.sleep(0.5)
-        players = close_season(redis_client, ns, "s1", "s2")
+        players = close_season(redis_client, ns, "s1", "s2", topics=(topics["kills"],))
         archive = keys.archive("s1")
         board = dict(redis_client.zrange(archive.lb, 0, -1, withscores=True))
         assert len(board) == players >= 40

@@ -43,10 +43,11 @@ def _call(
         [0, horizon, bucket_ms, *prefixes],
         [x for record in ids for x in record],
         ["0"],
+        ["0", "0", "0"],
     ]
     names = (keys.offsets("t"), keys.outbox, keys.lb, keys.activity, keys.pop,
              keys.tier_counts, keys.watermarks("t"), keys.cooldown_due,
-             keys.due_buckets, keys.epoch)  # fmt: skip
+             keys.due_buckets, keys.epoch, keys.season_schedule)  # fmt: skip
     args: list[object] = [keys.player(""), *(len(s) for s in sections)]
     for s in sections:
         args += s
