@@ -131,7 +131,7 @@ def test_seasons_closed_while_a_consumer_rates_and_is_killed_end_as_the_replay(
 
     received = [
         decode_rating_change(m.value()).id
-        for m in S.read_topic(kafka_bootstrap, f"{topic}-ratings", idle=3)
+        for m in S.read_topic(kafka_bootstrap, f"{topic}-ratings")
     ]
     # every change of every counted event, nothing else (a kill -9 may make the relay send an
     # entry again: at least once, docs/operations.md "The relay and duplicate rating changes")
