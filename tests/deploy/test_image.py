@@ -8,8 +8,10 @@ import tomllib
 
 from tests.deploy._metrics import REPO
 
-NOT_DATA = (".py", ".pyc", ".md")
-"""Code, and documentation next to it (a package's README is read by people, not by the code)."""
+NOT_DATA = (".py", ".pyc", ".md", ".c", ".so")
+"""Code, and documentation next to it (a package's README is read by people, not by the code);
+C sources setup.py compiles into extensions (adr_cli/_rebuild_core.c) and the extensions built
+in place from them for the sources' `adr` (git-ignored)."""
 
 
 def _pyproject() -> dict:  # type: ignore[type-arg]
