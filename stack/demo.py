@@ -270,8 +270,11 @@ def _watch(
                     _say(f"{child.name} exited with {code}; last lines of {child.log}:")
                     print(log_tail(child.log, 2000), file=sys.stderr)
                     return EXIT_FAILED
-            board = _leaderboard(args, redis_url)
+            # the count first, then the board: a board read before the count could be empty
+            # under "N placed players" in the first frames (players are only ever added to it,
+            # but for a new season's start)
             placed = client.zcard(Keys(args.namespace).lb)
+            board = _leaderboard(args, redis_url)
             header = (
                 f"adr-stream demo: {time.monotonic() - started:5.0f} s, "
                 f"{placed} placed players, namespace {args.namespace} (Ctrl-C stops)\n"
