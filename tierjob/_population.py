@@ -28,8 +28,10 @@ A pool whose model is not ADR (`{ns}:model`, docs/models.md) is read the same wa
 display rating instead of μ: the page reads each member's hash fields and the model's codec gives
 the display rating (`model_display`); the snapshot's mean and boundaries are then on it.
 
-If A is empty, A = P: the μ of every tracked player, read by SCAN of the player hashes, O(P). That
-happens only while nobody is active (a new or idle deployment).
+If A is empty, A = P: the μ of every tracked player, read by SCAN of the player hashes. SCAN
+visits every key of the database (MATCH only filters what it returns), so the cost is O(keys):
+the pool's records and other pools' keys included, not O(P). That happens only while nobody is
+active (a new or idle deployment).
 
 Upgrades: `{ns}:active_mu` and `{ns}:calib:pruned_to`, which earlier releases' consumers and tier
 job kept, are unlinked by every run under its lease (a no-op once they are gone; a consumer of an
@@ -79,7 +81,7 @@ class Population:
     legacy_removed: int = 0
     """Keys of earlier releases (`{ns}:active_mu`, `{ns}:calib:pruned_to`) this run unlinked."""
     read_s: float = 0.0
-    """Seconds spent reading μ over A (∝ |A|; O(P) only in the A-empty fallback)."""
+    """Seconds spent reading μ over A (∝ |A|; O(keys of the database) in the A-empty fallback)."""
 
 
 @dataclasses.dataclass
@@ -157,7 +159,7 @@ class PopulationReader:
                 raise LeaseLost("lease lost while reading the active set")
 
     def all_mus(self, corrupt: list[str] | None = None) -> list[float]:
-        """μ of every tracked player (A = P when nobody is active): SCAN of the hashes, O(P).
+        """μ of every tracked player (A = P when nobody is active): SCAN of the hashes, O(keys).
         A hash whose `mu` is not a finite float, or a key of another type, is skipped, its key
         appended to `corrupt`; a hash without `mu` (or deleted since the SCAN) is skipped."""
         pattern = self.keys.match_players
