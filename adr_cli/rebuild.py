@@ -27,7 +27,7 @@ import redis
 from confluent_kafka import Consumer, KafkaException, TopicPartition
 
 from adr_cli import _rebuild_log, _rebuild_native, _rebuild_pool, _rebuild_rate
-from adr_cli.replay import _read_seasons, _read_snapshot, _seconds_to_ms
+from adr_cli.replay import _read_snapshot, _seasons_for, _seconds_to_ms
 from consumer import ConsumerError
 from consumer.config import add_model_arguments, model_from_args
 from engine import (
@@ -201,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
         params = Params.from_overrides(param_overrides(args.param, profile=args.profile))
         model = model_from_args(args, params)
         fixed = _read_snapshot(args.snapshot) if args.snapshot is not None else None
-        seasons = _read_seasons(args.seasons) if args.seasons is not None else NO_SEASONS
+        seasons = _seasons_for(args.seasons, model.name)
         every_ms = _seconds_to_ms(args.calibrate_every, "--calibrate-every")
         if args.commands_per_round < 1:
             raise ParamError("--commands-per-round must be >= 1")
@@ -215,8 +215,6 @@ def run(args: argparse.Namespace) -> int:
             args.kafka_setting,
             lambda item: ParamError(f"--kafka-setting expects NAME=VALUE, got {item!r}"),
         )
-        if seasons.starts and model.name != MODELS[0]:
-            raise ParamError(f"--seasons: seasons are {MODELS[0]}'s only, not {model.name}'s")
         if model.name != MODELS[0]:
             why_not: str | None = f"the native core rates {MODELS[0]} only, not {model.name}"
         elif seasons.starts:

@@ -168,11 +168,7 @@ def run(args: argparse.Namespace) -> int:
         fixed = _read_snapshot(args.snapshot) if args.snapshot is not None else None
         every_ms = _seconds_to_ms(args.calibrate_every, "--calibrate-every")
         lateness_ms = _seconds_to_ms(args.lateness, "--lateness")
-        seasons = _read_seasons(args.seasons) if args.seasons is not None else NO_SEASONS
-        if seasons.starts and model.name != MODELS[0]:
-            raise ParamError(
-                f"--seasons: the season soft reset is implemented for adr only, not {model.name}"
-            )
+        seasons = _seasons_for(args.seasons, model.name)
     except (ParamError, EngineError) as exc:
         _log("error", "usage", message=str(exc))
         return EXIT_USAGE
@@ -267,6 +263,17 @@ def _read_seasons(path: Path) -> SeasonSchedule:
         return decode_schedule(path.read_bytes())
     except (OSError, ValueError) as exc:
         raise EngineError(f"bad --seasons file {str(path)!r}: {exc}") from exc
+
+
+def _seasons_for(path: Path | None, model: str) -> SeasonSchedule:
+    """The --seasons schedule (none without a file) for a book of `model`: refused for a model
+    other than adr, the only one with a season soft reset (`adr replay` and `adr rebuild`)."""
+    seasons = _read_seasons(path) if path is not None else NO_SEASONS
+    if seasons.starts and model != MODELS[0]:
+        raise ParamError(
+            f"--seasons: the season soft reset is implemented for adr only, not {model}"
+        )
+    return seasons
 
 
 def _open(path: str) -> tuple[IO[bytes], Any]:
