@@ -380,6 +380,27 @@ class ThreadedConsumer:
         assert not self.thread.is_alive()
 
 
+def raised_at_start(pipeline: Any, ran: str) -> list[BaseException]:
+    """Run `pipeline` on a thread that must end by itself within 90 s (a consumer refusing its
+    pool at start), else stop it and fail with `ran`; what it raised, in order."""
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            pipeline.run(serve_metrics=False, signals=False)
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(90)
+    if thread.is_alive():
+        pipeline.request_stop()
+        thread.join(30)
+        raise AssertionError(ran)
+    return raised
+
+
 def start_threaded(
     config: Config,
     params: Params,

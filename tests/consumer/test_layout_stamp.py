@@ -4,7 +4,6 @@ the key: docs/leaderboards.md, "Compatibility")."""
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import consumer_support as S
@@ -47,21 +46,7 @@ def test_the_consumer_stops_on_a_pool_of_another_layout_and_writes_nothing(
     client.set(keys.layout, str(LAYOUT_VERSION + 1))  # a later release's pool
     S.produce(kafka_bootstrap, topic, S.encoded(S.events(50, players=10, arenas=2, seed=3)))
     pipeline = Pipeline(_config(kafka_bootstrap, redis_url, ns, topic, unique_name), Params())
-    raised: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            pipeline.run(serve_metrics=False, signals=False)
-        except BaseException as exc:
-            raised.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(90)
-    if thread.is_alive():
-        pipeline.request_stop()
-        thread.join(30)
-        raise AssertionError("the consumer ran on a pool of another layout")
+    raised = S.raised_at_start(pipeline, "the consumer ran on a pool of another layout")
     assert len(raised) == 1 and isinstance(raised[0], UnknownLayout), raised
     assert client.get(keys.layout) == str(LAYOUT_VERSION + 1).encode()  # left as it was
     assert client.exists(keys.lb, keys.pop, keys.offsets(topic)) == 0  # nothing applied

@@ -10,7 +10,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 
@@ -330,21 +329,7 @@ def test_a_crash_midway_leaves_no_visible_pool_and_a_rerun_completes(
         ),
         params,
     )  # fmt: skip
-    raised: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            pipeline.run(serve_metrics=False, signals=False)
-        except BaseException as exc:
-            raised.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(90)
-    if thread.is_alive():
-        pipeline.request_stop()
-        thread.join(30)
-        raise AssertionError("the consumer ran on a namespace being rebuilt")
+    raised = S.raised_at_start(pipeline, "the consumer ran on a namespace being rebuilt")
     assert len(raised) == 1 and isinstance(raised[0], UnknownLayout), raised
     assert client.get(keys.layout) == b"rebuilding"
     # nothing applied (the relay's empty outbox stream and its group are made at start)
