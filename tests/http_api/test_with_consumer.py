@@ -69,6 +69,12 @@ def test_a_season_closes_and_the_api_answers_while_the_pipeline_runs(
         for member in board:
             pipe.hget(archive.player(member.decode()), "mu")
         assert [float(mu) for mu in pipe.execute()] == list(board.values())  # one state
+        # the close starts season s2: its board begins empty at its first event and players
+        # come back to it as they play (docs/api.md, "Seasons"); walk it once 40 are back
+        deadline = time.monotonic() + 120
+        while redis_client.zcard(keys.lb) < 40:
+            assert time.monotonic() < deadline, "fewer than 40 players back after 120 s"
+            time.sleep(0.5)
         with running_serve(redis_url, "--namespace", ns) as (base, _):
             rows, cursor = [], None
             while True:
