@@ -21,7 +21,7 @@ import msgspec
 import pytest
 import redis
 
-from engine import model_named, model_parameters
+from engine import MODELS, model_named, model_parameters
 from leaderboard._board import Board
 from redis_layout import LAYOUT_VERSION, Keys, model_stamp, stamp_layout
 from redis_layout.player_codec import FIELDS, model_values
@@ -264,18 +264,24 @@ def test_a_pool_of_another_model_is_read_as_its_display_rating(
 
 
 @pytest.mark.parametrize(
-    "stored",
+    ("stored", "named"),
     [
-        '{"model":"glicko3","params":"0","parameters":{}}',  # a newer release's model
-        "elo",  # not a stamp
-        '{"model":"trueskill","params":"0","parameters":{"display_k":-1}}',  # a bad parameter
+        ('{"model":"glicko3","params":"0","parameters":{}}', "glicko3"),  # a newer release's model
+        ("elo", "elo"),  # not a stamp
+        ('{"model":"trueskill","params":"0","parameters":{"display_k":-1}}', "display_k"),
+        # a parameter the model does not have (a newer release's): `adr leaderboard`'s rule
+        ('{"model":"elo","params":"0","parameters":{"k":32,"k_floor":16}}', "k_floor"),
+        ('{"model":"weng-lin","params":"0","parameters":{"display_k":3,"gamma":0.5}}', "gamma"),
+        ('{"model":"glicko2","params":"0","parameters":{"period_days":1}}', "period_days"),
+        ('{"model":"trueskill","params":"0","parameters":{"displayk":2}}', "displayk"),
     ],
 )
 def test_a_model_the_reader_does_not_know_is_refused_with_status_3(
-    reader: tuple[str, list[str]], server: RedisServer, stored: str
+    reader: tuple[str, list[str]], server: RedisServer, stored: str, named: str
 ) -> None:
-    """A newer release's model (or a value that is no model stamp this reader can use): its
-    numbers must not be read as ADR's (docs/leaderboards.md, "Exit status")."""
+    """A newer release's model (or a value that is no model stamp this reader can use, or a
+    parameter the model does not have): its numbers must not be read as ADR's, nor its display
+    rating computed by a rule that may be wrong (docs/leaderboards.md, "Exit status")."""
     admin = redis.Redis(port=server.port)
     keys = Keys(NAMESPACE)
     admin.set(keys.model, stored)
@@ -283,10 +289,37 @@ def test_a_model_the_reader_does_not_know_is_refused_with_status_3(
         for args in (("top", "3"), ("rank", "alice"), ("friends", "bob")):
             code, out, err = _read(reader, _url(server.port), *args)
             assert (code, out) == (3, ""), (args, err)
-            assert keys.model in err, err
+            assert keys.model in err and named in err, err
     finally:
         admin.delete(keys.model)
     assert _read(reader, _url(server.port), "rank", "alice")[:2] == (0, _entry(1, "alice"))
+
+
+_READER_SOURCES = {
+    "go": (
+        REPO / "examples/go/cmd/leaderboard/main.go",
+        r"var modelParameters = map\[string\]\[\]string\{(.*?)\n\}",
+    ),
+    "ts": (
+        REPO / "examples/ts/src/leaderboard.ts",
+        r"const MODEL_PARAMETERS: Record<string, string\[\]> = \{(.*?)\n\};",
+    ),
+}
+
+
+@pytest.mark.parametrize("lang", sorted(_READER_SOURCES))
+def test_the_readers_know_each_models_parameters_as_the_engine_declares_them(lang: str) -> None:
+    """The Go and TypeScript readers' lists of parameter names (their rule for refusing a
+    newer release's model) are the engine's, every model other than adr: its config's fields."""
+    path, pattern = _READER_SOURCES[lang]
+    block = re.search(pattern, path.read_text(), re.S)
+    assert block, f"{path}: no list of model parameters"
+    lists = {
+        name: re.findall(r'"(\w+)"', names)
+        for name, names in re.findall(r'"?([\w-]+)"?:\s*[\[{]([^\]}]*)[\]}]', block.group(1))
+    }
+    engine = {name: list(model_parameters(model_named(name))) for name in MODELS if name != "adr"}
+    assert lists == engine
 
 
 def test_the_reader_user_still_cannot_write_or_run_read_write_scripts(server: RedisServer) -> None:

@@ -15,8 +15,8 @@
 //
 // Exit status, as docs/leaderboards.md's table says for every reader: 0 found; 1 an unknown
 // player (rank, tier, around) or an unplaced one (around); 2 usage; 3 Redis unreachable or an
-// error, or a rating model this reader does not know; 4 permission denied (NOPERM, a wrong user
-// or password); 5 a layout version this reader does not know.
+// error, or a rating model (or a model's parameter) this reader does not know; 4 permission
+// denied (NOPERM, a wrong user or password); 5 a layout version this reader does not know.
 import { createHash } from "crypto";
 import Redis from "ioredis";
 
@@ -43,6 +43,20 @@ export interface Model {
 const DEFAULT_DISPLAY_K: Record<string, number> = { glicko2: 0, trueskill: 3, "weng-lin": 3 };
 const USES_SIGMA = new Set(Object.keys(DEFAULT_DISPLAY_K));
 
+/** The parameter names each model other than adr has (its config's fields, engine/_elo.py,
+ * _glicko2.py, _trueskill.py, _weng_lin.py; tests/examples/test_readers_acl.py checks this list
+ * against them). A stamp with another name is a newer release's model, whose display rating this
+ * reader may compute wrong: refused, as `adr leaderboard` refuses it. An adr pool's parameters are
+ * not read (its display rating is mu). */
+const MODEL_PARAMETERS: Record<string, string[]> = {
+  elo: ["initial", "scale", "k_rule", "k", "fide_games", "k_new", "k_regular", "k_top",
+    "top_rating", "uscf_numerator", "uscf_games_cap", "tier_n_min", "tier_h_req"],
+  glicko2: ["initial", "rd0", "volatility0", "tau", "epsilon", "period_ms", "rd_max",
+    "display_k", "tier_n_min", "tier_h_req"],
+  trueskill: ["mu", "sigma", "beta", "tau", "display_k", "tier_n_min", "tier_h_req"],
+  "weng-lin": ["mu", "sigma", "beta", "kappa", "tau", "display_k", "tier_n_min", "tier_h_req"],
+};
+
 /** The rating ranks use, from the player hash's mu and sigma. */
 export function display(model: Model, mu: number, sigma: number): number {
   return USES_SIGMA.has(model.name) ? mu - model.displayK * sigma : mu;
@@ -62,6 +76,15 @@ export function parseModel(key: string, raw: string | null): Model {
   const name = stamp?.model;
   if (typeof name !== "string" || name === "")
     throw new Error(`${key} holds ${JSON.stringify(raw)}, not a model stamp: upgrade the reader`);
+  const known = Object.prototype.hasOwnProperty.call(MODEL_PARAMETERS, name) ? MODEL_PARAMETERS[name] : undefined;
+  const parameters = stamp.parameters;
+  if (known && parameters !== null && typeof parameters === "object" && !Array.isArray(parameters)) {
+    const unknown = Object.keys(parameters).filter((p) => !known.includes(p)).sort();
+    if (unknown.length > 0)
+      throw new Error(
+        `${key}: model ${JSON.stringify(name)} with unknown parameter ${JSON.stringify(unknown[0])} (known: ${known.join(", ")}): upgrade the reader`,
+      );
+  }
   if (name === "adr" || name === "elo") return { name, displayK: 0 };
   if (!USES_SIGMA.has(name))
     throw new Error(

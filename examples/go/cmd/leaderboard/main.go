@@ -15,8 +15,8 @@
 //
 // Exit status, as docs/leaderboards.md's table says for every reader: 0 found; 1 an unknown
 // player (rank, tier, around) or an unplaced one (around); 2 usage; 3 Redis unreachable or an
-// error, or a rating model this reader does not know; 4 permission denied (NOPERM, a wrong user
-// or password); 5 a layout version this reader does not know.
+// error, or a rating model (or a model's parameter) this reader does not know; 4 permission
+// denied (NOPERM, a wrong user or password); 5 a layout version this reader does not know.
 package main
 
 import (
@@ -27,6 +27,7 @@ import (
 	"os"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -91,6 +92,39 @@ func (m Model) Display(mu, sigma float64) float64 {
 var usesSigma = map[string]bool{"glicko2": true, "trueskill": true, "weng-lin": true}
 var defaultDisplayK = map[string]float64{"glicko2": 0, "trueskill": 3, "weng-lin": 3}
 
+// modelParameters: the parameter names each model other than adr has (its config's fields,
+// engine/_elo.py, _glicko2.py, _trueskill.py, _weng_lin.py; tests/examples/test_readers_acl.py
+// checks this list against them). A stamp with another name is a newer release's model, whose
+// display rating this reader may compute wrong: refused, as `adr leaderboard` refuses it. An adr
+// pool's parameters are not read (its display rating is mu).
+var modelParameters = map[string][]string{
+	"elo": {"initial", "scale", "k_rule", "k", "fide_games", "k_new", "k_regular", "k_top",
+		"top_rating", "uscf_numerator", "uscf_games_cap", "tier_n_min", "tier_h_req"},
+	"glicko2": {"initial", "rd0", "volatility0", "tau", "epsilon", "period_ms", "rd_max",
+		"display_k", "tier_n_min", "tier_h_req"},
+	"trueskill": {"mu", "sigma", "beta", "tau", "display_k", "tier_n_min", "tier_h_req"},
+	"weng-lin":  {"mu", "sigma", "beta", "kappa", "tau", "display_k", "tier_n_min", "tier_h_req"},
+}
+
+// unknownParameter is the first (by name) parameter of the stamp that model does not have, or "".
+func unknownParameter(model string, parameters map[string]json.RawMessage) string {
+	known := map[string]bool{}
+	for _, name := range modelParameters[model] {
+		known[name] = true
+	}
+	names := make([]string, 0, len(parameters))
+	for name := range parameters {
+		if !known[name] {
+			names = append(names, name)
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	sort.Strings(names)
+	return names[0]
+}
+
 // parseModel reads {NS}:model's JSON ({"model": NAME, "params": DIGEST, "parameters": {...}});
 // absent (nil) is adr, every release before the key ran ADR only. A model this reader does not
 // know, or a value it cannot read, is an error (exit 3): its numbers must not be read as ADR's.
@@ -107,6 +141,12 @@ func parseModel(key string, raw interface{}) (Model, error) {
 		return Model{}, fmt.Errorf("%s holds %q, not a model stamp: upgrade the reader", key, text)
 	}
 	m := Model{Name: stamp.Model}
+	if _, ok := modelParameters[m.Name]; ok {
+		if name := unknownParameter(m.Name, stamp.Parameters); name != "" {
+			return Model{}, fmt.Errorf("%s: model %q with unknown parameter %q (known: %s): upgrade the reader",
+				key, m.Name, name, strings.Join(modelParameters[m.Name], ", "))
+		}
+	}
 	switch {
 	case m.Name == "adr" || m.Name == "elo":
 	case usesSigma[m.Name]:
