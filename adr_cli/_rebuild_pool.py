@@ -3,7 +3,7 @@
 Visibility (a crash leaves nothing readers can see as a pool): the first write claims the
 namespace by setting `{ns}:layout` to `rebuilding`, a value no release knows as a layout; every
 leaderboard reader and the tier job refuse the pool (redis_layout.check_layout raises
-UnknownLayout) and `adr consume` stops at assignment (stamp_layout finds another version). The
+UnknownLayout) and `adr consume` refuses it at start (stamp_model raises PoolRebuilding). The
 last write sets it to the layout version (2): that one SET is the switch. A rerun that finds
 `rebuilding` unlinks the namespace's keys and starts clean; a namespace with any other key is
 refused (the rebuild never writes over a pool).
@@ -30,12 +30,14 @@ from engine import NO_SEASONS, RatingModel, SeasonSchedule, Snapshot, season_sta
 from redis_layout import Keys, encode_snapshot
 from redis_layout.keys import DUE_BUCKET_MS, due_bucket_end
 from redis_layout.layout import LAYOUT_VERSION
+from redis_layout.layout import REBUILDING as _REBUILDING
 from redis_layout.player_codec import FIELDS, float_text, model_values
 from redis_layout.raw import pipelined
 from redis_layout.season_schedule import encode_schedule
 
-REBUILDING: Final = b"rebuilding"
-"""`{ns}:layout` while a rebuild writes the namespace: no reader or consumer takes it as a pool."""
+REBUILDING: Final = _REBUILDING.encode()
+"""`{ns}:layout` while a rebuild writes the namespace (redis_layout.layout.REBUILDING), as
+Redis answers it."""
 COMMANDS_PER_ROUND: Final = 5_000
 """Pipelined commands per round trip: large enough that the round trip vanishes per key."""
 MEMBERS_PER_COMMAND: Final = 1_000

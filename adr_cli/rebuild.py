@@ -29,7 +29,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from adr_cli import _rebuild_log, _rebuild_native, _rebuild_pool, _rebuild_rate
 from adr_cli.replay import _read_snapshot, _seasons_for, _seconds_to_ms
 from consumer import ConsumerError
-from consumer.config import add_model_arguments, model_from_args
+from consumer.config import add_model_arguments, engine_params_from_args, model_from_args
 from engine import (
     MODELS,
     NO_SEASONS,
@@ -53,7 +53,7 @@ from redis_layout.player_codec import player_values
 from runtime import RedisUrlError, compiled
 from runtime import connect as connect_redis
 from runtime.logs import kafka_logger
-from runtime.params import add_param_argument, param_overrides
+from runtime.params import add_param_argument
 from runtime.settings import key_values
 from schemas import Limits
 
@@ -83,15 +83,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Dead letters: messages the consumer's decoder rejects, and ids reused for another\n"
         "kill, are counted by reason (the consumer's) in the summary; the rebuild writes no\n"
         "dead letters and no rating changes (the live consumer sent them).\n\n"
-        "Model: --model (env ADR_MODEL, the config file's model; default adr) and its\n"
-        "--model-param/--model-params, read as `adr consume` reads them; {ns}:model records\n"
-        "it as the consumer does, so `adr consume` continues only with the same model and\n"
-        "parameters (exit 2 otherwise). --param/--profile are adr's (and the pool's\n"
-        "cooldown, lateness and tier shares, whatever the model).\n\n"
+        "Model and parameters: --model (env ADR_MODEL, the config file's model; default adr)\n"
+        "and its --model-param/--model-params, and --param/--profile (env ADR_PARAMS,\n"
+        "ADR_PROFILE, the config file's [params]: adr's parameters and the pool's cooldown and\n"
+        "tier shares, whatever the model), read as `adr consume` reads them; no other\n"
+        "setting of the consumer is read. {ns}:model records them as the consumer does, so\n"
+        "`adr consume` continues only with the same model and parameters (exit 2 otherwise).\n\n"
         "Exit codes: 0 done (the pool is visible), 1 Kafka or Redis error (the namespace\n"
         "stays invisible; rerun), 2 usage error (bad --param, --model, --model-param,\n"
-        "--snapshot file, value), 3 the namespace holds keys that are not an unfinished\n"
-        "rebuild's."
+        "--snapshot file, value, config file), 3 the namespace holds keys that are not an\n"
+        "unfinished rebuild's."
     )
     parser.add_argument(
         "--bootstrap-servers",
@@ -117,7 +118,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         required=True,
         help="the consumer group that continues: its offsets on --topic are committed at the end",
     )
-    add_param_argument(parser, env=False)
+    add_param_argument(parser)
     add_model_arguments(parser)
     parser.add_argument(
         "--seasons",
@@ -198,7 +199,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        params = Params.from_overrides(param_overrides(args.param, profile=args.profile))
+        params = engine_params_from_args(args)  # adr consume's road: flags > env > file
         model = model_from_args(args, params)
         fixed = _read_snapshot(args.snapshot) if args.snapshot is not None else None
         seasons = _seasons_for(args.seasons, model.name)

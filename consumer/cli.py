@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         pipeline.redis.close()
         return EXIT_CONFIG
     except ModelMismatch as exc:  # raised before the pipeline subscribes: nothing consumed
-        log.error("the pool runs another model", extra={"error": str(exc)})
+        log.error(exc.what, extra={"error": str(exc)})
         pipeline.kafka.close()
         pipeline.redis.close()
         return EXIT_CONFIG

@@ -12,9 +12,24 @@ from typing import Any, Final
 
 from consumer._errors import ConsumerError
 from engine import DEFAULT_LATENESS_MS, MODELS, ParamError, Params, RatingModel, model_named
-from runtime import KafkaSettings
-from runtime.service import add_service_arguments, service_config
-from runtime.settings import CONFIG_FILE_ENV, fields, help_line, key_values, setting, settings_repr
+from runtime import KafkaSettings, RuntimeConfigError
+from runtime.service import (
+    SECTIONS,
+    add_service_arguments,
+    param_overrides_from_args,
+    service_config,
+)
+from runtime.settings import (
+    CONFIG_FILE_ENV,
+    config_path,
+    fields,
+    help_line,
+    key_values,
+    read_shared_tables,
+    setting,
+    settings_from_args,
+    settings_repr,
+)
 from schemas import DEFAULT_MAX_AGE_MS, DEFAULT_MAX_FUTURE_MS
 
 DEFAULT_BOOTSTRAP = "127.0.0.1:9092"
@@ -197,7 +212,8 @@ class Config:
 _EPILOG = (
     "exit status: 0 stopped by SIGTERM/SIGINT after the batch in hand; 2 bad configuration "
     "(a flag, an environment variable, the --config file, a Kafka setting) or a pool that records "
-    "another model or other model parameters ({ns}:model); 3 Kafka refuses what no retry can "
+    "another model or other model parameters ({ns}:model), or that adr rebuild is writing "
+    "({ns}:layout 'rebuilding'); 3 Kafka refuses what no retry can "
     "change (an unsupported broker version, an invalid setting). Other failures of Kafka (ACLs, "
     "missing topics, brokers down) or Redis while running are retried, not exits."
 )
@@ -228,14 +244,16 @@ MODEL_SETTINGS: Final = ("model", "model_params")
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags that choose the pool's model as `adr consume` takes them (`--model`,
     `--model-params`, `--model-param`, `--config`), for a command that writes a pool without
-    consuming it (`adr rebuild`); `model_from_args` reads them with the same precedence."""
+    consuming it (`adr rebuild`); `model_from_args` reads them with the same precedence, and
+    `engine_params_from_args` the engine parameters (with `runtime.params.add_param_argument`'s
+    `--param` and `--profile`)."""
     parser.add_argument(
         "--config",
         dest="config_file",
         metavar="FILE",
         default=None,
-        help="`adr consume`'s TOML file: its model and model_params are read (flags and env "
-        f"win; env {CONFIG_FILE_ENV})",
+        help="`adr consume`'s TOML file: its model, model_params and [params] are read (flags "
+        f"and env win; env {CONFIG_FILE_ENV})",
     )
     for f in fields(Config):
         if f.name in MODEL_SETTINGS:
@@ -245,35 +263,72 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     _add_model_param(parser)
 
 
+def engine_params_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> Params:
+    """The engine parameters `adr consume` would run with the same `--param`/`--profile` flags,
+    environment (`ADR_PARAMS`, `ADR_PROFILE`) and config file (`--config`, `ADR_CONFIG_FILE`: its
+    `[params]`): flags > env > file > defaults, by `adr consume`'s own road
+    (runtime.service.param_overrides_from_args). Nothing else of the consumer's configuration is
+    read. ConsumerError for a file that cannot be read, ParamError for a bad parameter."""
+    env = os.environ if environ is None else environ
+    try:
+        path = config_path(args, env)
+        tables = read_shared_tables(path) if path else None
+    except RuntimeConfigError as exc:
+        raise ConsumerError(str(exc)) from exc
+    return Params.from_overrides(param_overrides_from_args(args, env, tables))
+
+
 def model_from_args(
     args: argparse.Namespace, params: Params, environ: Mapping[str, str] | None = None
 ) -> RatingModel[Any]:
     """The model `adr consume` would run with the same flags (`add_model_arguments`),
-    environment and config file: `from_args` over those flags alone, then `pool_model`.
-    ConsumerError for a configuration the consumer would refuse, ParamError for an unknown
-    model, parameter or value."""
-    given = {name: getattr(args, name, None) for name in (*MODEL_SETTINGS, "model_param")}
-    only = argparse.Namespace(config_file=getattr(args, "config_file", None), **given)
-    return pool_model(from_args(only, environ), params)
+    environment and config file: MODEL_SETTINGS by `from_args`'s precedence, then `pool_model`.
+    Only those settings are read and checked (a bad `ADR_BATCH_SIZE` is the consumer's problem,
+    not this command's); the file's keys must still be the consumer's. ConsumerError for a
+    setting or file that cannot be read, ParamError for an unknown model, parameter or value."""
+    env = os.environ if environ is None else environ
+    others = tuple(t for t in SECTIONS if t != "consume")
+    try:
+        values = settings_from_args(
+            Config, args, env, section="consume", sections=others, only=MODEL_SETTINGS
+        )
+    except RuntimeConfigError as exc:
+        raise ConsumerError(str(exc)) from exc
+    given = {
+        f.name: values.get(f.name, f.default) for f in fields(Config) if f.name in MODEL_SETTINGS
+    }
+    joined = _joined_model_params(given["model_params"], args)
+    return _named_model(given["model"], joined, params)
 
 
 def from_args(args: argparse.Namespace, environ: Mapping[str, str] | None = None) -> Config:
     """Config from parsed flags over environment variables over the config file over defaults."""
     config = service_config(Config, args, environ, ConsumerError, section="consume")
-    extra = [item for item in getattr(args, "model_param", None) or [] if item.strip()]
-    if extra:
-        joined = ",".join([config.model_params, *extra] if config.model_params else extra)
+    joined = _joined_model_params(config.model_params, args)
+    if joined != config.model_params:
         config = dataclasses.replace(config, model_params=joined)
     return config
+
+
+def _joined_model_params(given: str, args: argparse.Namespace) -> str:
+    """`--model-params`/ADR_MODEL_PARAMS/the file's model_params, then each `--model-param`."""
+    extra = [item for item in getattr(args, "model_param", None) or [] if item.strip()]
+    return ",".join([given, *extra] if given else extra) if extra else given
 
 
 def pool_model(config: Config, params: Params) -> RatingModel[Any]:
     """The pool's rating model: `config.model` with `config.model_params` (ADR: `params`).
     ParamError (exit 2) for an unknown model, parameter or value."""
-    items = [item for item in config.model_params.split(",") if item.strip()]
+    return _named_model(config.model, config.model_params, params)
+
+
+def _named_model(name: str, model_params: str, params: Params) -> RatingModel[Any]:
+    items = [item for item in model_params.split(",") if item.strip()]
     overrides = key_values(
         items, lambda item: ParamError(f"--model-param expects NAME=VALUE, got {item!r}")
     )
-    if config.model == MODELS[0] and overrides:
+    if name == MODELS[0] and overrides:
         raise ParamError("adr's parameters are --param names, not --model-param")
-    return model_named(config.model, overrides, params)
+    return model_named(name, overrides, params)

@@ -129,8 +129,9 @@ class Pipeline:
     def run(self, serve_metrics: bool = True, signals: bool = True) -> None:
         """Consume until SIGTERM/SIGINT, then finish the batch, flush, commit, leave the group.
         First the pool's model is checked (`stamp_model`, waiting for Redis while serving the
-        probes): ModelMismatch if the pool records another model or other parameters, before
-        the group is joined or anything is read."""
+        probes): ModelMismatch if the pool records another model or other parameters, or
+        PoolRebuilding (one) while `adr rebuild` writes it, before the group is joined or
+        anything is read."""
         if serve_metrics:
             self.http = serve(self.metrics, self.config.metrics_host, self.config.metrics_port)
         if signals:

@@ -21,7 +21,8 @@ The consumer, the tier job, the leaderboard reader and the benches use it.
 Exceptions: `LayoutError` (root) ← `CorruptValue` (a value read back that its codec cannot
 decode), `Conflict` (the write script found a value the batch was computed from changed),
 `UnknownLayout` (`{ns}:layout` holds a version this release does not know), `ModelMismatch`
-(`{ns}:model` records another model or other parameters), `BadMeta` (per-player metadata that
+(`{ns}:model` records another model or other parameters) ← `PoolRebuilding` (`adr rebuild` is
+writing the namespace: no model to check yet), `BadMeta` (per-player metadata that
 breaks a limit of redis_layout.meta_codec, or is not a JSON object of scalars),
 `UnknownMetaVersion` (a stored metadata value of a version this release does not know).
 """
@@ -36,6 +37,7 @@ from redis_layout.layout import (
 )
 from redis_layout.pool_model import (
     ModelMismatch,
+    PoolRebuilding,
     model_stamp,
     pool_model,
     pool_model_parameters,
@@ -50,6 +52,7 @@ __all__ = [
     "Keys",
     "LayoutError",
     "ModelMismatch",
+    "PoolRebuilding",
     "UnknownLayout",
     "check_layout",
     "decode_snapshot",

@@ -17,15 +17,31 @@ LAYOUT_VERSION: Final = 2
 READABLE_LAYOUTS: Final = frozenset({LAYOUT_VERSION})
 """The versions this release's readers read. An absent key reads as layout 2 too: releases
 before the key wrote layouts 1 and 2, whose reader keys are the same (docs/leaderboards.md)."""
+REBUILDING: Final = "rebuilding"
+"""`{ns}:layout` while `adr rebuild` writes the namespace (adr_cli/_rebuild_pool.py): a value no
+release reads as a layout, so no reader or consumer takes the namespace as a pool until the
+rebuild's last write sets the layout version."""
+
+
+def rebuilding_reason(key: str) -> str:
+    """Why a namespace whose `{ns}:layout` is REBUILDING is refused: said the same everywhere."""
+    return (
+        f"{key} is {REBUILDING!r}: `adr rebuild` is writing this namespace (or stopped before its "
+        "last write; rerun it), and the namespace is a pool only once the rebuild has finished "
+        "(docs/operations.md, adr rebuild)"
+    )
 
 
 class UnknownLayout(LayoutError):
-    """`{ns}:layout` holds a version this release does not know (or not a version at all)."""
+    """`{ns}:layout` holds a version this release does not know (or not a version at all), or
+    REBUILDING (the message then says so: no upgrade helps)."""
 
     def __init__(self, key: str, found: str) -> None:
         known = ", ".join(str(v) for v in sorted(READABLE_LAYOUTS))
         super().__init__(
-            f"{key} is layout {found!r}; this release knows layout {known}: "
+            rebuilding_reason(key)
+            if found == REBUILDING
+            else f"{key} is layout {found!r}; this release knows layout {known}: "
             "upgrade the reader (docs/leaderboards.md, Compatibility)"
         )
         self.key = key

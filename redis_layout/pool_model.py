@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from redis_layout._errors import LayoutError
 from redis_layout.keys import Keys
+from redis_layout.layout import REBUILDING, rebuilding_reason
 
 DEFAULT_MODEL: Final = "adr"
 """What a pool without `{ns}:model` runs: every release before the key ran ADR only."""
@@ -23,6 +24,9 @@ DEFAULT_MODEL: Final = "adr"
 
 class ModelMismatch(LayoutError):
     """The pool records another model (or other parameters) than this process runs."""
+
+    what = "the pool runs another model"
+    """The consumer's log message for it (consumer/cli.py)."""
 
     def __init__(self, key: str, found: str, wanted: str) -> None:
         super().__init__(
@@ -32,6 +36,21 @@ class ModelMismatch(LayoutError):
         )
         self.key = key
         self.found = found
+        self.wanted = wanted
+
+
+class PoolRebuilding(ModelMismatch):
+    """`{ns}:layout` is REBUILDING: `adr rebuild` is writing the namespace and records the
+    pool's model only at its end, so no process can check its model against the pool's yet. A
+    ModelMismatch, so that a consumer refuses it at start as it refuses another model (exit 2),
+    with a message that says why."""
+
+    what = "the pool is being rebuilt"
+
+    def __init__(self, key: str, wanted: str) -> None:
+        LayoutError.__init__(self, f"{rebuilding_reason(key)}; this process runs {wanted}")
+        self.key = key
+        self.found = REBUILDING
         self.wanted = wanted
 
 
@@ -64,8 +83,13 @@ def pool_model_parameters(client: Any, keys: Keys) -> tuple[str, dict[str, Any]]
 def stamp_model(client: Any, keys: Keys, stamp: str) -> None:
     """The writer's check before it consumes: record `stamp` unless the pool has a model (SET
     NX), then require the recorded one to be `stamp`; ModelMismatch otherwise. A pool written
-    before the key (its `{ns}:pop` exists, no `{ns}:model`) is ADR's: only ADR may stamp it."""
+    before the key (its `{ns}:pop` exists, no `{ns}:model`) is ADR's: only ADR may stamp it.
+    A namespace `adr rebuild` is writing (`{ns}:layout` REBUILDING) is refused first
+    (PoolRebuilding), whatever the model, and nothing is written to it."""
     wanted = _name(keys.model, stamp)
+    layout = client.get(keys.layout)
+    if (layout.decode(errors="replace") if isinstance(layout, bytes) else layout) == REBUILDING:
+        raise PoolRebuilding(keys.layout, stamp)
     if client.get(keys.model) is None and wanted != DEFAULT_MODEL and client.exists(keys.pop):
         raise ModelMismatch(keys.model, f"none (a pool {DEFAULT_MODEL} wrote before it)", stamp)
     client.set(keys.model, stamp, nx=True)

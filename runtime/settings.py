@@ -37,7 +37,7 @@ import os
 import tomllib
 import types
 import typing
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -195,19 +195,25 @@ def settings_from_args(
     *,
     section: str | None = None,
     sections: tuple[str, ...] = (),
+    only: Collection[str] | None = None,
 ) -> dict[str, Any]:
     """Field name -> value of every setting given by a flag, the environment or the file.
 
     Settings given nowhere are left out, so the dataclass's own defaults apply. In the file, the
     table named `section` holds this process's own keys, over the top-level ones; the other
-    `sections` (the other services') are skipped (see `read_config_file`).
+    `sections` (the other services') are skipped (see `read_config_file`). With `only`, just
+    those settings are read and checked (a command that uses a few of a service's settings,
+    `adr rebuild`): another's variable is not read, and its key in the file must be one of
+    `cls`'s (a misspelt key is still an error) but its value is not checked.
     """
     env = os.environ if environ is None else environ
     path = config_path(args, env)
     settings = fields(cls)
-    in_file = read_config_file(path, settings, section, sections) if path else {}
+    in_file = read_config_file(path, settings, section, sections, only) if path else {}
     values: dict[str, Any] = {}
     for f in settings:
+        if only is not None and f.name not in only:
+            continue
         flag_value = getattr(args, f.name, None)
         if flag_value is not None:
             values[f.name] = flag_value
@@ -286,8 +292,10 @@ def read_config_file(
     settings: Iterable[_Field],
     section: str | None = None,
     sections: tuple[str, ...] = (),
+    only: Collection[str] | None = None,
 ) -> dict[str, Any]:
-    """The TOML file's settings, checked against their fields' types.
+    """The TOML file's settings, checked against their fields' types (with `only`: those
+    settings only; the other keys must still be known, their values are left out unchecked).
 
     One file may serve several services: the top-level keys are read by each (so each must know
     them: the pool's shared ones, e.g. `namespace`, `redis_url`), and a table per service, named
@@ -319,7 +327,8 @@ def read_config_file(
                     f"config file {path}: unknown key {name!r} (known: {known})"
                     + (hint if tables and where is None else "")
                 )
-            values[key] = f.check(value, f"config file {path}: {name}")
+            if only is None or f.name in only:
+                values[key] = f.check(value, f"config file {path}: {name}")
     return values
 
 

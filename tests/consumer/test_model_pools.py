@@ -19,7 +19,14 @@ import pytest
 import redis
 
 from engine import TIER_LABELS, model_named, model_parameters
-from redis_layout import Keys, ModelMismatch, model_stamp, pool_model, stamp_model
+from redis_layout import (
+    Keys,
+    ModelMismatch,
+    PoolRebuilding,
+    model_stamp,
+    pool_model,
+    stamp_model,
+)
 from redis_layout.player_codec import READ_FIELDS, decode_fields
 from runtime import compiled
 from schemas import change_order, decode_rating_change
@@ -196,6 +203,28 @@ def test_a_model_other_than_adr_refuses_a_pool_adr_wrote_before_the_stamp(
     adr = model_named("adr")
     stamp_model(client, keys, model_stamp("adr", model_parameters(adr)))
     assert pool_model(client, keys) == "adr"
+    client.close()
+
+
+def test_a_namespace_being_rebuilt_is_refused_as_such_whatever_the_model(
+    redis_url: str, unique_name
+) -> None:
+    """`{ns}:layout` = rebuilding (adr rebuild midway: players and `{ns}:pop` written, no
+    `{ns}:model` yet): every model's stamp check refuses it saying so (it said "a pool adr
+    wrote before it" to another model) and writes no stamp (ADR's used to SET NX one)."""
+    client = redis.Redis.from_url(redis_url)
+    keys = Keys(unique_name("ns"))
+    client.set(keys.layout, "rebuilding")
+    client.hset(keys.pop, mapping={"count": 3, "sigma_hi": 0, "sigma_lo": 7})
+    for name in ("elo", "adr"):
+        with pytest.raises(PoolRebuilding, match="`adr rebuild` is writing this namespace") as exc:
+            stamp_model(client, keys, model_stamp(name, model_parameters(model_named(name))))
+        assert isinstance(exc.value, ModelMismatch)  # the consumer's refusal at start, exit 2
+        assert "wrote before it" not in str(exc.value) and keys.layout in str(exc.value)
+    assert client.get(keys.model) is None
+    client.set(keys.layout, "2")  # switched: a pool (of ADR, written before the stamp)
+    with pytest.raises(ModelMismatch, match="wrote before it"):
+        stamp_model(client, keys, model_stamp("elo", model_parameters(model_named("elo"))))
     client.close()
 
 

@@ -31,7 +31,7 @@ from engine import (
     model_parameters,
     season_start_ms,
 )
-from redis_layout import Keys, model_stamp
+from redis_layout import Keys, PoolRebuilding, model_stamp
 from redis_layout.layout import UnknownLayout, check_layout
 from redis_layout.player_codec import READ_FIELDS, decode_fields
 from redis_layout.season_schedule import encode_schedule
@@ -321,20 +321,29 @@ def test_a_crash_midway_leaves_no_visible_pool_and_a_rerun_completes(
     with pytest.raises(UnknownLayout):  # every reader refuses it
         check_layout(client, keys)
     assert client.exists(keys.offsets(topic)) == 0  # written after the players
-    # a consumer of the pool refuses it too, and writes nothing
-    pipeline = Pipeline(
-        Config(
-            bootstrap_servers=kafka_bootstrap, redis_url=redis_url, namespace=ns, topic=topic,
-            group=group, rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
-        ),
-        params,
+    # a consumer of the pool refuses it at start, whatever its model (the rebuild records the
+    # pool's model only at its end), saying that the namespace is being rebuilt; it writes nothing
+    config = Config(
+        bootstrap_servers=kafka_bootstrap, redis_url=redis_url, namespace=ns, topic=topic,
+        group=group, rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
     )  # fmt: skip
-    raised = S.raised_at_start(pipeline, "the consumer ran on a namespace being rebuilt")
-    assert len(raised) == 1 and isinstance(raised[0], UnknownLayout), raised
+    for model in (None, model_named("elo")):
+        pipeline = Pipeline(config, params, model=model)
+        raised = S.raised_at_start(pipeline, "the consumer ran on a namespace being rebuilt")
+        assert len(raised) == 1 and isinstance(raised[0], PoolRebuilding), raised
+        assert "`adr rebuild` is writing this namespace" in str(raised[0])
     assert client.get(keys.layout) == b"rebuilding"
+    assert client.get(keys.model) is None  # no consumer stamped its model into the namespace
     # nothing applied (the relay's empty outbox stream and its group are made at start)
     assert client.exists(keys.offsets(topic), keys.lb, keys.pop) == 0
     assert client.xlen(keys.outbox) == 0
+    refused = subprocess.run(  # `adr consume` itself: exit 2 and the reason
+        S.consume_cmd(kafka_bootstrap, redis_url, ns, topic, group, "--model", "elo"),
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    assert "the pool is being rebuilt" in refused.stderr + refused.stdout
+    assert "one pool runs one model" not in refused.stderr + refused.stdout
 
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
@@ -346,6 +355,46 @@ def test_a_crash_midway_leaves_no_visible_pool_and_a_rerun_completes(
     third = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert third.returncode == 3, third.stderr[-2000:]
     assert check_layout(client, keys) == 2
+    client.close()
+
+
+def test_the_consumers_parameters_reach_the_rebuild_and_its_other_settings_do_not_stop_it(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
+) -> None:
+    """`adr rebuild` run with the consumer's environment and config file: it takes ADR_PARAMS
+    and the file's [params] as `adr consume` does, so the consumer with them continues the
+    rebuilt pool (it refused it when the rebuild read neither), and a bad setting only the
+    consumer uses (ADR_BATCH_SIZE=0) does not stop it."""
+    events = S.events(400, players=40, arenas=5, seed=41)
+    first, more = events[:300], events[300:]
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    S.produce(kafka_bootstrap, topic, S.encoded(first))
+    ns, group = unique_name("ns"), unique_name("g")
+    keys = Keys(ns)
+    file = tmp_path / "adr.toml"
+    file.write_text("[params]\nn_min = 5\n[consume]\nbatch_size = 200\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ADR_")}
+    env |= {"ADR_PARAMS": "theta=300,t_cooldown=30", "ADR_CONFIG_FILE": str(file)}
+    cmd = _rebuild_cmd(kafka_bootstrap, redis_url, ns, topic, group, _snapshot_file(tmp_path))
+    done = subprocess.run(
+        cmd, env={**env, "ADR_BATCH_SIZE": "0"}, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    params = Params.from_overrides({"theta": "300", "t_cooldown": "30", "n_min": "5"})
+    client = redis.Redis.from_url(redis_url)
+    assert client.get(keys.model).decode() == model_stamp("adr", model_parameters(AdrModel(params)))
+
+    S.produce(kafka_bootstrap, topic, S.encoded(more))
+    config = Config(
+        bootstrap_servers=kafka_bootstrap, redis_url=redis_url, namespace=ns, topic=topic,
+        group=group, rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
+    )  # fmt: skip
+    consumer = S.start_threaded(config, params)  # the consumer's parameters: it continues
+    try:
+        S.wait_applied(client, keys, topic, {0: len(events)}, 120, alive=consumer.thread.is_alive)
+    finally:
+        consumer.stop()
+    S.assert_as_replayed(client, keys, events, params)
     client.close()
 
 

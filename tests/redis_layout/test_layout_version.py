@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from redis_layout import LAYOUT_VERSION, Keys, UnknownLayout, check_layout, stamp_layout
-from redis_layout.layout import layout_of
+from redis_layout.layout import REBUILDING, layout_of
 
 
 def test_absent_reads_as_unstamped_and_the_known_version_as_itself() -> None:
@@ -23,7 +23,17 @@ def test_anything_else_is_refused_naming_the_key_and_the_value(value: bytes | st
         return
     with pytest.raises(UnknownLayout) as exc:
         layout_of("{p}:layout", value)
-    assert "{p}:layout" in str(exc.value) and "upgrade the reader" in str(exc.value)
+    said = "`adr rebuild` is writing" if value in (REBUILDING, REBUILDING.encode()) else "upgrade"
+    assert "{p}:layout" in str(exc.value) and said in str(exc.value)
+
+
+@pytest.mark.parametrize("value", [REBUILDING, REBUILDING.encode()])
+def test_a_namespace_being_rebuilt_is_refused_saying_so(value: bytes | str) -> None:
+    """No upgrade reads it: the message says why (adr rebuild midway) instead."""
+    with pytest.raises(UnknownLayout) as exc:
+        layout_of("{p}:layout", value)
+    assert "{p}:layout is 'rebuilding': `adr rebuild` is writing this namespace" in str(exc.value)
+    assert "upgrade" not in str(exc.value)
 
 
 def test_the_stamp_writes_once_and_refuses_a_pool_laid_out_otherwise(
