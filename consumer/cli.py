@@ -23,14 +23,11 @@ log = logging.getLogger("adr.consumer")
 
 
 def refuse_offline_only(params: Params) -> None:
-    """Raise ConsumerError for parameters the engine runs offline only: `pair_decay` needs each
+    """Raise ParamError for parameters the engine runs offline only: `pair_decay` needs each
     pair's leaky load, which the consumer does not keep in Redis (it would fail at the first
-    counted kill, and a restart would fail again: a crash loop instead of a clear refusal)."""
-    if params.pair_decay:
-        raise ConsumerError(
-            "pair_decay (set by --profile general) runs offline only (adr replay, adr evaluate):"
-            " the consumer keeps no per-pair load in Redis yet"
-        )
+    counted kill, and a restart would fail again: a crash loop instead of a clear refusal).
+    Params.refuse_pair_decay, the one check of it, whatever the model."""
+    params.refuse_pair_decay("the consumer (pair_decay runs offline only: no pair load in Redis)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -45,7 +45,8 @@ class ModelBook(Generic[S]):
         lateness_ms: int = DEFAULT_LATENESS_MS,
     ) -> None:
         """`params`: the pool's rules (t_cooldown, T_active, the tier shares of the snapshot);
-        for ADR, the model's own Params."""
+        for ADR, the model's own Params. ParamError for pair_decay: no pair loads kept here."""
+        params.refuse_pair_decay("ModelBook (adr evaluate --events, a book of --model)")
         self.model = model
         self.params = params
         self.calibrate_every_ms = calibrate_every_ms

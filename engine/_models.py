@@ -28,10 +28,13 @@ def model_named(
     text) applied. For `adr` they are Params names, applied on top of `params` (default Table 9);
     for the others the names of their config (EloConfig, Glicko2Config, TrueSkillConfig,
     WengLinConfig). ParamError (exit 2 in the CLIs) for an unknown model, an unknown parameter
-    or a bad value."""
+    or a bad value, or for another model than adr given `params` with adr's pair_decay
+    (Params.refuse_pair_decay)."""
     given = dict(overrides or {})
     if name == ADR:
         return AdrModel((params or Params()).with_overrides(given))
+    if name in MODELS and params is not None:
+        params.refuse_pair_decay(f"the model {name!r}")
     if name == ELO:
         return EloModel(configured(EloConfig, given))
     if name == GLICKO2:

@@ -123,6 +123,9 @@ def test_help_lists_the_models(capsys: pytest.CaptureFixture[str]) -> None:
         (["--model", "trueskill", "--model-param", "beta"], "expects NAME=VALUE"),
         (["--model-param", "k=3"], "adr's parameters are --param names"),
         (["--model", "elo", "--param", "t_cooldown=-1"], "t_cooldown >= 0"),
+        # adr's pair defence, which no other model applies: refused at start, not dropped
+        (["--model", "elo", "--profile", "general"], "the model 'elo' does not keep"),
+        (["--model", "glicko2", "--param", "pair_decay=600"], "the model 'glicko2' does not keep"),
     ],
 )
 def test_an_unknown_model_or_bad_parameter_exits_2(

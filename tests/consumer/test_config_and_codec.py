@@ -86,7 +86,9 @@ def test_a_profile_the_consumer_cannot_run_is_refused_at_start() -> None:
         "KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1",
         "REDIS_URL": "redis://127.0.0.1:1/0",
     }
-    for flags in (["--profile", "general"], ["--param", "pair_decay=600"]):
+    for flags in (["--profile", "general"], ["--param", "pair_decay=600"],
+                  ["--model", "elo", "--profile", "general"],
+                  ["--model", "weng-lin", "--param", "pair_decay=600"]):  # fmt: skip
         done = subprocess.run(
             [sys.executable, "-m", "adr_cli", "consume", *flags],
             env=env, capture_output=True, text=True, timeout=60, check=False,

@@ -5,10 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from engine import COUNTED, AdrModel, ModelBook, Params, RatingBook, model_named
+from engine import (
+    COUNTED,
+    MODELS,
+    AdrModel,
+    ModelBook,
+    ParamError,
+    Params,
+    RatingBook,
+    model_named,
+    profile_overrides,
+)
 from tests.engine.test_engine_properties import FAST, PARAMS, Event, exact, streams
 
 EVERY_MS = 600_000
@@ -107,3 +118,29 @@ def test_a_due_snapshot_is_taken_once_for_predict_then_apply() -> None:
     assert applied_only.model.displays >= 12  # the snapshot visited the 12 active players
     assert predicted_first.model.displays == applied_only.model.displays
     assert exact(predicted_first.players()) == exact(applied_only.players())
+
+
+GENERAL = Params.from_overrides(profile_overrides("general"))  # pair_decay = 86400 s
+
+
+@pytest.mark.parametrize("name", [m for m in MODELS if m != "adr"])
+def test_a_model_other_than_adr_refuses_adrs_pair_decay_when_built(name: str) -> None:
+    """pair_decay weighs a kill by the pair's load, which no other model has: refused when the
+    model is built with such params (every entry point builds it through model_named), not
+    silently dropped; without params (a reader building the model) nothing is checked."""
+    with pytest.raises(ParamError, match=f"pair_decay=86400 .* the model '{name}' does not keep"):
+        model_named(name, {}, GENERAL)
+    model_named(name, {}, Params.from_overrides(profile_overrides("recommended")))
+    model_named(name)
+
+
+def test_modelbook_refuses_pair_decay_when_built_rather_than_at_the_first_kill() -> None:
+    """ModelBook keeps no pair loads: with ADR, rate_kill raised at the first counted kill
+    (adr evaluate --events --profile general failed midway); now the book refuses at start.
+    ADR's own book keeps the loads and runs it."""
+    adr = model_named("adr", {}, GENERAL)
+    with pytest.raises(ParamError, match="ModelBook"):
+        ModelBook(adr, GENERAL)
+    book = RatingBook(GENERAL)
+    assert book.apply("e1", "a", "b", 1_000_000) is COUNTED
+    Params().refuse_pair_decay("anything")  # the paper's parameters: nothing to refuse

@@ -443,6 +443,25 @@ def test_model_params_reach_the_engine_model(tmp_path: Path) -> None:
     assert unknown.returncode == 2
 
 
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (["--profile", "general"], "ModelBook"),  # the default models: adr first
+        (["--models", "adr@general"], "ModelBook"),
+        (["--models", "elo", "--param", "pair_decay=600"], "the model 'elo' does not keep"),
+    ],
+)
+def test_evaluate_events_refuses_pair_decay_at_start(
+    tmp_path: Path, flags: list[str], said: str
+) -> None:
+    """Every model runs through ModelBook here, which keeps no pair loads (ADR failed at the
+    first counted kill, exit 1); no other model applies pair_decay: exit 2 before any work."""
+    done = _adr("--events", str(SAMPLE), "--quick", *flags, "--out", str(tmp_path / "o"))
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert "pair_decay" in done.stderr and said in done.stderr
+    assert "evaluation started" not in done.stderr and not (tmp_path / "o").exists()
+
+
 def test_evaluate_events_usage_errors(tmp_path: Path) -> None:
     old_flag = _adr("--events", "10000", "--out", str(tmp_path / "o"), cwd=tmp_path)
     assert old_flag.returncode == 2 and "--kills N" in old_flag.stderr
