@@ -512,11 +512,11 @@ def test_usage_errors_exit_2_before_touching_kafka_or_redis(tmp_path: Path) -> N
     seasons.write_text(encode_schedule(SeasonSchedule((SeasonStart("s2", 1_000, 1000.0),), 1)))
     for extra in (["--param", "no_such=1"], ["--snapshot", str(bad_snapshot)],
                   ["--commands-per-round", "0"], ["--lateness-ms", "-1"],
+                  ["--model", "elo", "--profile", "general"],  # adr's pair_decay: no loads
+                  ["--model", "trueskill", "--param", "pair_decay=600"],
                   ["--model", "glicko3"], ["--model-param", "k=24"],  # adr takes --param
                   ["--model", "elo", "--model-param", "no_such=1"],
                   ["--model", "elo", "--core", "native"],  # the core rates adr only
-                  ["--model", "elo", "--profile", "general"],  # adr's pair_decay: no loads
-                  ["--model", "trueskill", "--param", "pair_decay=600"],
                   ["--model", "elo", "--seasons", str(seasons)]):  # fmt: skip
         done = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2, (extra, done.stderr[-2000:])
