@@ -26,7 +26,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("serve.cli", "serve the leaderboard HTTP API and page (read-only)"),
     "season": ("serve.season_cli", "close a season: archive its standings, start the next"),
     "history": ("serve.history_cli", "keep each player's recent rating changes for adr serve"),
-    "meta": ("serve.meta_cli", "set, get or delete a player's metadata (display name...)"),
+    "meta": ("serve.meta_cli", "set, get, delete or prune players' metadata (display name...)"),
     "evaluate": ("evaluation.cli", "run the paper's Section 10 protocol against baselines"),
     "check": ("adr_cli.check", "judge kill-event messages (file, hex lines, topic sample, DLQ)"),
     "topics": ("adr_cli.topics", "create or check the four Kafka topics and their settings"),

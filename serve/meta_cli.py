@@ -1,14 +1,16 @@
-"""`adr meta set PLAYER JSON`, `adr meta get PLAYER`, `adr meta delete PLAYER`: the studio's
-per-player metadata that `adr serve` returns with every row (serve/meta.py; limits and layout in
-redis_layout/meta_codec.py and docs/api.md, "Per-player metadata"). Run it as the ACL user
-`adr-meta`, which may write that metadata and nothing else.
+"""`adr meta set PLAYER JSON`, `adr meta get PLAYER`, `adr meta delete PLAYER`, `adr meta prune
+[--dry-run]`: the studio's per-player metadata that `adr serve` returns with every row
+(serve/meta.py; limits and layout in redis_layout/meta_codec.py and docs/api.md, "Per-player
+metadata"). Run it as the ACL user `adr-meta`, which may write that metadata and nothing else
+(and see whether a player hash exists, for prune).
 
 `set` replaces the player's whole object (JSON from the argument, or stdin for `-`); `get` prints
-it as JSON on stdout.
+it as JSON on stdout; `prune` removes the metadata of every id with no player hash and prints
+each id removed (MetaStore.prune).
 
-Exit status: 0 done, 1 the player has no metadata (get, delete), 2 usage or metadata that breaks
-a limit (nothing written), 3 Redis unreachable or failed, 4 refused by Redis (NOPERM, wrong
-password).
+Exit status: 0 done (prune: also when nothing was removed), 1 the player has no metadata (get,
+delete), 2 usage or metadata that breaks a limit (nothing written), 3 Redis unreachable or
+failed, 4 refused by Redis (NOPERM, wrong password).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from redis_layout import CorruptValue
 from redis_layout.meta_codec import BadMeta, UnknownMetaVersion, parse_meta_json
 from runtime import RuntimeConfigError, connect, redact_text
 from runtime.settings import add_settings_arguments, setting, settings_from_args, settings_repr
-from serve.meta import MetaStore, check_player_id
+from serve.meta import PRUNE_PAGE, MetaStore, check_player_id
 
 EXIT_OK, EXIT_NONE, EXIT_USAGE, EXIT_REDIS, EXIT_DENIED = 0, 1, 2, 3, 4
 
@@ -60,12 +62,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     get.add_argument("player", help="the player id")
     delete = actions.add_parser("delete", help="remove a player's metadata")
     delete.add_argument("player", help="the player id")
+    prune = actions.add_parser(
+        "prune",
+        help="remove the metadata of every id with no player hash (players gone, ids that never "
+        "played); prints each id removed",
+        description="Removes the metadata of every id that has no player hash {ns}:player:<id> "
+        "now: a player the pool no longer holds, and also an id whose metadata was set before "
+        "its first counted kill (run --dry-run first where the studio sets metadata ahead). "
+        "Paged (HSCAN), each page's removal atomic with its check; idempotent. stdout: one id "
+        "per line; stderr: the counts.",
+    )
+    prune.add_argument(
+        "--dry-run", action="store_true", help="print the ids it would remove, remove nothing"
+    )
+    prune.add_argument(
+        "--page",
+        type=int,
+        default=PRUNE_PAGE,
+        metavar="N",
+        help=f"entries per HSCAN page and per transaction (default {PRUNE_PAGE})",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         pool = _Pool(**settings_from_args(_Pool, args))
-        player = check_player_id(args.player)
+        if args.action == "prune" and args.page < 1:
+            raise BadMeta("--page must be >= 1")
+        player = check_player_id(args.player) if args.action != "prune" else ""
         meta = None
         if args.action == "set":
             meta = parse_meta_json(sys.stdin.buffer.read() if args.json == "-" else args.json)
@@ -75,7 +99,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     store = MetaStore(client, pool.namespace)
     try:
-        if meta is not None:
+        if args.action == "prune":
+            _prune(store, args.page, args.dry_run)
+        elif meta is not None:
             store.set(player, meta)
         elif args.action == "get":
             found = store.get(player)
@@ -98,3 +124,13 @@ def run(args: argparse.Namespace) -> int:
     finally:
         client.close()
     return EXIT_OK
+
+
+def _prune(store: MetaStore, page: int, dry_run: bool) -> None:
+    """Each id removed (or that would be) on stdout as it goes, the counts on stderr."""
+    n = 0
+    for player in store.prune(page, dry_run=dry_run):
+        print(player.decode(errors="backslashreplace"), flush=True)
+        n += 1
+    what = "would be removed (dry run)" if dry_run else "removed"
+    print(f"adr meta prune: {n} entries of ids with no player hash {what}", file=sys.stderr)

@@ -342,9 +342,10 @@ def acl_file(namespace: str, passwords: dict[str, str]) -> str:
 
 
 def acl_setuser_commands(namespace: str, passwords: dict[str, str]) -> list[list[str]]:
-    """`acl_file`'s users as `ACL SETUSER` argument lists (its lines without `user`)."""
+    """`acl_file`'s users as `ACL SETUSER` argument lists (its lines without `user`); a
+    parenthesised selector, which holds spaces, stays one argument, as ACL SETUSER wants it."""
     return [
-        ["ACL", "SETUSER", *line.split()[1:]]
+        ["ACL", "SETUSER", *re.findall(r"\([^)]*\)|\S+", line)[1:]]
         for line in acl_file(namespace, passwords).splitlines()
         if line.startswith("user ")
     ]

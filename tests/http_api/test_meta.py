@@ -36,7 +36,7 @@ from redis_layout.meta_codec import (
 from serve.meta import MetaStore, read_many
 from stack import RedisServer
 from tests.examples.test_readers_acl import PASSWORDS
-from tests.http_api.conftest import NAMESPACE
+from tests.http_api.conftest import META, NAMESPACE, reader_url
 
 pytestmark = pytest.mark.integration
 
@@ -327,3 +327,98 @@ def test_the_meta_reader_keeps_a_player_for_its_ttl_only(
         assert kept.read(["erin"]) == [{"display_name": "E2"}]
     finally:
         admin.hdel(KEYS.meta, "erin")
+
+
+GHOSTS = [f"ghost-{i}" for i in range(230)] + ["gh\u00f8st \u2603", "x\U0001f601"]
+"""Ids with metadata and no player hash: gone from the pool, or never played."""
+
+
+def test_adr_meta_prune_removes_the_metadata_of_ids_without_a_player_hash(
+    acl_server: RedisServer,
+    admin: redis.Redis,
+    api: TestClient,  # type: ignore[type-arg]
+) -> None:
+    """As `adr-meta` with the shipped rules: `--dry-run` lists them and writes nothing; prune
+    removes exactly them (over several HSCAN pages), keeps every player's, prints each once;
+    a second run removes nothing; the read-only user cannot prune (exit 4) and the API's
+    answers keep their metadata. No command of it was refused (ACL LOG empty)."""
+    port = acl_server.port
+    admin.hset(KEYS.meta, mapping={g: encode_meta({"display_name": g}) for g in GHOSTS})
+    admin.hset(KEYS.meta, b"\xff\xfe past the codec", b"1:{}")  # not UTF-8: still an id
+    kept = {KEYS.player(p).encode() for p in META}
+    assert all(admin.exists(k) for k in kept)
+    try:
+        before = admin.hgetall(KEYS.meta)
+        want = {f for f in before if not admin.exists(KEYS.players_at.encode() + f)}
+        assert {g.encode() for g in GHOSTS} <= want and not want & {p.encode() for p in META}
+        admin.acl_log_reset()
+
+        code, out, err = _adr_meta(port, "prune", "--dry-run", "--page", "50")
+        assert code == 0, err
+        assert sorted(out.splitlines()) == sorted(_shown(f) for f in want)
+        assert admin.hgetall(KEYS.meta) == before  # nothing written
+        assert f"{len(want)} entries" in err
+
+        code, out, err = _adr_meta(port, "prune", "--page", "50")
+        assert code == 0, err
+        printed = out.splitlines()
+        assert sorted(printed) == sorted(_shown(f) for f in want)  # each once
+        assert admin.hgetall(KEYS.meta) == {f: v for f, v in before.items() if f not in want}
+        assert set(admin.hkeys(KEYS.meta)) >= {p.encode() for p in META}
+        assert admin.acl_log() == []
+
+        assert _adr_meta(port, "prune")[:2] == (0, "")  # idempotent
+
+        admin.hset(KEYS.meta, GHOSTS[0], b"1:{}")  # the read-only user may not remove it
+        as_reader = {**os.environ, "ADR_NAMESPACE": NAMESPACE, "REDIS_URL": reader_url(port)}
+        ro = subprocess.run(
+            [sys.executable, "-m", "adr_cli.main", "meta", "prune"],
+            capture_output=True, timeout=60, env=as_reader,
+        )  # fmt: skip
+        assert ro.returncode == 4 and b"refused" in ro.stderr, ro.stderr
+        assert admin.hget(KEYS.meta, GHOSTS[0]) == b"1:{}"
+        admin.acl_log_reset()
+        row = api.get("/v1/rank", params={"player": "alice"}).json()
+        assert row["meta"] == META["alice"]
+    finally:
+        admin.hdel(KEYS.meta, *GHOSTS, b"\xff\xfe past the codec")
+
+
+def _shown(field: bytes) -> str:
+    return field.decode(errors="backslashreplace")
+
+
+class _FirstKillDuringPrune(MetaStore):
+    """A MetaStore whose check, once under the WATCH, is followed by the player's first counted
+    kill (its hash created, as the consumer's write does) before the removal's EXEC."""
+
+    def __init__(self, client: redis.Redis, admin: redis.Redis, player: str) -> None:
+        super().__init__(client, NAMESPACE)
+        self._admin, self._player, self._checks = admin, player, 0
+
+    def _without_hash(self, ids: list[bytes]) -> list[bytes]:
+        found = super()._without_hash(ids)
+        self._checks += 1
+        if self._checks == 2:  # the check under the WATCH (the first one: the page's)
+            self._admin.hset(KEYS.player(self._player), mapping={"mu": "1000.0", "n": "1"})
+        return found
+
+
+def test_a_player_whose_hash_appears_during_the_prune_keeps_the_metadata(
+    meta_user: redis.Redis, admin: redis.Redis
+) -> None:
+    """The page's removal is atomic with its check (WATCH on the player hashes): the EXEC is
+    aborted, the page checked again, and the player, who now has a hash, keeps the metadata;
+    the gone one beside it is removed. Real WATCH/MULTI/EXEC, as adr-meta."""
+    newcomer, gone = "newcomer-7", "gone-7"
+    admin.hset(KEYS.meta, mapping={p: encode_meta({"display_name": p}) for p in (newcomer, gone)})
+    try:
+        store = _FirstKillDuringPrune(meta_user, admin, newcomer)
+        removed = set(store.prune())
+        assert gone.encode() in removed and newcomer.encode() not in removed
+        assert store._checks >= 3  # the aborted EXEC was followed by a fresh check
+        assert admin.hget(KEYS.meta, newcomer) is not None
+        assert admin.hget(KEYS.meta, gone) is None
+    finally:
+        admin.hdel(KEYS.meta, newcomer, gone)
+        admin.delete(KEYS.player(newcomer))
