@@ -71,13 +71,18 @@ def pool_model(client: Any, keys: Keys) -> str:
 
 
 def pool_model_parameters(client: Any, keys: Keys) -> tuple[str, dict[str, Any]]:
-    """The pool's model and the parameters it records ({} where none is recorded: ADR's)."""
+    """The pool's model and the parameters it records ({} where none is recorded: ADR's);
+    ModelMismatch for a value that is no model stamp (not JSON, no name, `parameters` not an
+    object), as every reader refuses it."""
     raw = client.get(keys.model)
     if raw is None:
         return DEFAULT_MODEL, {}
     name = _name(keys.model, raw)
     parameters = json.loads(raw).get("parameters", {})
-    return name, parameters if isinstance(parameters, dict) else {}
+    if not isinstance(parameters, dict):  # null, a list...: no stamp a release writes
+        text = raw.decode(errors="replace") if isinstance(raw, bytes) else str(raw)
+        raise ModelMismatch(keys.model, repr(text), "a model stamp")
+    return name, parameters
 
 
 def stamp_model(client: Any, keys: Keys, stamp: str) -> None:

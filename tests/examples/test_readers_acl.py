@@ -274,6 +274,10 @@ def test_a_pool_of_another_model_is_read_as_its_display_rating(
         ('{"model":"weng-lin","params":"0","parameters":{"display_k":3,"gamma":0.5}}', "gamma"),
         ('{"model":"glicko2","params":"0","parameters":{"period_days":1}}', "period_days"),
         ('{"model":"trueskill","params":"0","parameters":{"displayk":2}}', "displayk"),
+        # `parameters` not an object: no stamp (adr, ts read it as none given, go so read null)
+        ('{"model":"trueskill","params":"0","parameters":[1]}', "parameters"),
+        ('{"model":"glicko2","params":"0","parameters":null}', "parameters"),
+        ('{"model":"elo","params":"0","parameters":3}', "parameters"),
     ],
 )
 def test_a_model_the_reader_does_not_know_is_refused_with_status_3(

@@ -74,11 +74,12 @@ export function parseModel(key: string, raw: string | null): Model {
     throw new Error(`${key} holds ${JSON.stringify(raw)}, not a model stamp: upgrade the reader`);
   }
   const name = stamp?.model;
-  if (typeof name !== "string" || name === "")
+  const parameters = stamp?.parameters; // absent, or a JSON object (not null, a list, a number...)
+  const isObject = typeof parameters === "object" && parameters !== null && !Array.isArray(parameters);
+  if (typeof name !== "string" || name === "" || (parameters !== undefined && !isObject))
     throw new Error(`${key} holds ${JSON.stringify(raw)}, not a model stamp: upgrade the reader`);
   const known = Object.prototype.hasOwnProperty.call(MODEL_PARAMETERS, name) ? MODEL_PARAMETERS[name] : undefined;
-  const parameters = stamp.parameters;
-  if (known && parameters !== null && typeof parameters === "object" && !Array.isArray(parameters)) {
+  if (known && parameters !== undefined) {
     const unknown = Object.keys(parameters).filter((p) => !known.includes(p)).sort();
     if (unknown.length > 0)
       throw new Error(

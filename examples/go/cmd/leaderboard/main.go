@@ -134,15 +134,18 @@ func parseModel(key string, raw interface{}) (Model, error) {
 	}
 	text, _ := raw.(string)
 	var stamp struct {
-		Model      string                     `json:"model"`
-		Parameters map[string]json.RawMessage `json:"parameters"`
+		Model      string          `json:"model"`
+		Parameters json.RawMessage `json:"parameters"`
 	}
-	if err := json.Unmarshal([]byte(text), &stamp); err != nil || stamp.Model == "" {
+	// parameters: absent, or a JSON object (not null, a list, a number...)
+	var parameters map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(text), &stamp); err != nil || stamp.Model == "" ||
+		(stamp.Parameters != nil && (json.Unmarshal(stamp.Parameters, &parameters) != nil || parameters == nil)) {
 		return Model{}, fmt.Errorf("%s holds %q, not a model stamp: upgrade the reader", key, text)
 	}
 	m := Model{Name: stamp.Model}
 	if _, ok := modelParameters[m.Name]; ok {
-		if name := unknownParameter(m.Name, stamp.Parameters); name != "" {
+		if name := unknownParameter(m.Name, parameters); name != "" {
 			return Model{}, fmt.Errorf("%s: model %q with unknown parameter %q (known: %s): upgrade the reader",
 				key, m.Name, name, strings.Join(modelParameters[m.Name], ", "))
 		}
@@ -151,7 +154,7 @@ func parseModel(key string, raw interface{}) (Model, error) {
 	case m.Name == "adr" || m.Name == "elo":
 	case usesSigma[m.Name]:
 		m.DisplayK = defaultDisplayK[m.Name]
-		if k, ok := stamp.Parameters["display_k"]; ok && (json.Unmarshal(k, &m.DisplayK) != nil || !(m.DisplayK >= 0)) {
+		if k, ok := parameters["display_k"]; ok && (json.Unmarshal(k, &m.DisplayK) != nil || !(m.DisplayK >= 0)) {
 			return Model{}, fmt.Errorf("%s: model %q with a display_k that is not a number >= 0: %s", key, m.Name, k)
 		}
 	default:
