@@ -92,6 +92,13 @@ class Lifecycle:
 
     # -- a batch, step by step ----------------------------------------------------------------
 
+    def step(self) -> None:
+        """One turn of the loop: step 1, and steps 2–7 for what it read (the pipeline runs the
+        loop; the batch goes from here to the next module without passing back through it)."""
+        messages = self.read()
+        if messages:
+            self.process(messages)
+
     def read(self) -> list[Message]:
         """Step 1. The next batch. While a batch is held, take only what is already here, so
         that a quiet topic never holds its commit back: with nothing here, write it first."""

@@ -19,7 +19,7 @@ from types import FrameType
 from typing import Any, Final
 
 import redis
-from confluent_kafka import Message, TopicPartition
+from confluent_kafka import TopicPartition
 
 from consumer._clients import Clients
 from consumer._collector import Collector
@@ -157,9 +157,7 @@ class Pipeline:
             while not self._stopping:
                 self.metrics.tick()
                 try:
-                    messages = stages.read()
-                    if messages:
-                        self.process(messages)
+                    stages.step()  # read, then the batch's steps (consumer/_lifecycle.py)
                     self.clients.errors.raise_if_fatal()
                     if stages.held is None:
                         stages.emit()
@@ -173,11 +171,6 @@ class Pipeline:
             _stopped_waiting(exc)
         finally:
             self._shutdown()
-
-    def process(self, messages: list[Message]) -> None:
-        """One batch through the stages (consumer/_lifecycle.py): decoded, rated behind the
-        write of the batch held (which is confirmed, committed and emitted), then held itself."""
-        self.lifecycle.process(messages)
 
     def flush(self) -> None:
         """Write, confirm, commit and emit the batch held, if any (given up, not retried, when a
