@@ -76,9 +76,9 @@ class TracedRating:
     def __init__(self, inner: Any, trace: list[tuple[Any, ...]]) -> None:
         self.inner, self.trace = inner, trace
 
-    def rate(self, batch: Any, view: Any, stages: Any) -> Any:
-        self.trace.append(("rate", dict(batch.next_offsets)))
-        return self.inner.rate(batch, view, stages)
+    def __call__(self, events: Any, batch_offsets: Any, view: Any, **settings: Any) -> Any:
+        self.trace.append(("rate", dict(batch_offsets)))
+        return self.inner(events, batch_offsets, view, **settings)
 
 
 def test_the_next_batch_is_rated_before_the_write_ahead_is_confirmed_then_committed_and_emitted(
@@ -86,7 +86,7 @@ def test_the_next_batch_is_rated_before_the_write_ahead_is_confirmed_then_commit
 ) -> None:
     pipeline, fake = _pipeline()
     monkeypatch.setattr(
-        pipeline.lifecycle, "rating", TracedRating(pipeline.lifecycle.rating, fake.trace)
+        pipeline.lifecycle, "rate_step", TracedRating(pipeline.lifecycle.rate_step, fake.trace)
     )
     fake.kafka.assign_group([0])
     messages = _stream(fake, 4)
