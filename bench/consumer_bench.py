@@ -43,7 +43,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from consumer._batch import Plan, View
-from consumer._decoding import Accepted
+from consumer._intake import Accepted
 from consumer._ports import RateStep
 from consumer._stages import StageClock, StageTimer
 from consumer.config import Config

@@ -22,7 +22,7 @@ import msgspec
 from msgspec.structs import astuple
 
 from consumer._cache import Entries
-from consumer._decoding import Accepted, EventFields
+from consumer._intake import Accepted, EventFields
 from consumer._stages import HASH_VALUES, NO_STAGES, RATE, StageTimer
 from engine import (
     DEFAULT_LATENESS_MS,

@@ -40,9 +40,8 @@ from consumer._batch import Plan, View
 from consumer._cache import Overlay, StateCache
 from consumer._clients import Clients
 from consumer._collector import Collector
-from consumer._decoding import Accepted, Batch
 from consumer._errors import CorruptState, RedisBehind
-from consumer._intake import Intake
+from consumer._intake import Accepted, Batch, Intake
 from consumer._metrics import Metrics, observe_ages
 from consumer._partitions import Partitions, commit_at
 from consumer._ports import PendingWrite, RateStep

@@ -28,7 +28,7 @@ from confluent_kafka import Message, TopicPartition
 
 from consumer._batch import Plan, View
 from consumer._dead_letters import Stop
-from consumer._decoding import Accepted
+from consumer._intake import Accepted
 from consumer._stages import StageTimer
 from engine import PlayerState
 

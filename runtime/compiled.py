@@ -78,7 +78,7 @@ COMPILED: Final = (
     "engine/_weng_lin.py",
     "consumer/_batch.py",
     "consumer/_cache.py",
-    "consumer/_decoding.py",
+    "consumer/_intake.py",
     "redis_layout/keys.py",
     "redis_layout/player_codec.py",
 )

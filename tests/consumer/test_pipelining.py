@@ -11,7 +11,7 @@ import redis
 from confluent_kafka import Message
 
 from consumer._batch import rate_batch
-from consumer._decoding import Accepted
+from consumer._intake import Accepted
 from consumer._store import Store
 from consumer.config import Config
 from consumer.pipeline import Pipeline

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from consumer._batch import Plan, View, rate_batch
-from consumer._decoding import Accepted, batch_reads
+from consumer._intake import Accepted, batch_reads
 from consumer._memory_store import MemoryStore
 from consumer._model_batch import rate_model_batch
 from consumer._ports import PoolStore

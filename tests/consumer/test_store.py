@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from consumer._batch import rate_batch
 from consumer._cache import StateCache
-from consumer._decoding import Accepted
+from consumer._intake import Accepted
 from consumer._store import Store
 from consumer._view_read import read_player_command
 from engine import Params, RatingBook, initial_snapshot
