@@ -37,7 +37,6 @@ import redis
 from confluent_kafka import KafkaException, Message
 
 from consumer._batch import Plan, View
-from consumer._cache import Overlay, StateCache
 from consumer._clients import Clients
 from consumer._collector import Collector
 from consumer._errors import CorruptState, RedisBehind
@@ -47,6 +46,7 @@ from consumer._partitions import Partitions, commit_at
 from consumer._ports import PendingWrite, RateStep
 from consumer._retry import RedisRetry, retriable
 from consumer._stages import NO_STAGES, RELAY, StageTimer
+from consumer._view import Overlay, StateCache
 from consumer._write_policy import WritePolicy
 from consumer.config import Config
 from redis_layout import Conflict
