@@ -30,7 +30,7 @@ from consumer._stages import DECODE, NO_STAGES, StageTimer
 from redis_layout import Keys
 from schemas import KillEvent, Limits, Reason, SchemaError, check_key, decode_kill_event
 
-if TYPE_CHECKING:  # types only: consumer/_batch.py imports this module, and these import it
+if TYPE_CHECKING:  # types only: consumer/_batch.py imports this module; _clients leads back
     from consumer._batch import Plan
     from consumer._clients import Clients
     from consumer._dead_letters import Stop

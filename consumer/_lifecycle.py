@@ -92,8 +92,8 @@ class Lifecycle:
     # -- a batch, step by step ----------------------------------------------------------------
 
     def step(self) -> None:
-        """One turn of the loop: step 1, and steps 2–7 for what it read (the pipeline runs the
-        loop; the batch goes from here to the next module without passing back through it)."""
+        """One turn of the pipeline's loop: step 1, then steps 2–7 for what it read (the loop
+        never holds the batch)."""
         messages = self.read()
         if messages:
             self.process(messages)

@@ -85,7 +85,7 @@ class Pipeline:
         self.blocked = self.partitions.blocked
         self.log_range = self.partitions.log_range
         self._collector = Collector()
-        # The pool's rating model (engine.RatingModel), recorded in {ns}:model at `run`.
+        # Rated with the pool's model's loop (engine.RatingModel, recorded in {ns}:model at `run`).
         self.lifecycle = Lifecycle(
             config,
             self.clients,
