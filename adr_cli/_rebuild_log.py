@@ -121,7 +121,7 @@ def read_log(
         out.messages += len(fresh)
         for m in fresh:
             partition = m.partition()
-            try:  # the consumer's checks and reasons (consumer/_decoding.py)
+            try:  # the consumer's checks and reasons (consumer/_intake.py)
                 event = decode_kill_event(m.value() or b"", now_ms, limits)
                 check_key(event, m.key())
             except SchemaError as exc:

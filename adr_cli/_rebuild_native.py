@@ -173,7 +173,7 @@ def _slow(core: Any, m: Any, read: _rebuild_log.LogRead, now_ms: int, limits: An
     offset, partition = m.offset(), m.partition()
     if offset is None or partition is None or offset >= read.ends[partition]:
         return 0
-    try:  # the consumer's checks and reasons (consumer/_decoding.py)
+    try:  # the consumer's checks and reasons (consumer/_intake.py)
         event = decode_kill_event(m.value() or b"", now_ms, limits)
         check_key(event, m.key())
     except SchemaError as exc:

@@ -29,7 +29,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import Any
 
 from runtime import compiled
@@ -43,9 +43,9 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from consumer._batch import Plan, View
-from consumer._decoding import Batch
-from consumer._rating import Rating
-from consumer._stages import StageClock
+from consumer._intake import Accepted
+from consumer._ports import RateStep
+from consumer._stages import StageClock, StageTimer
 from consumer.config import Config
 from consumer.pipeline import Pipeline
 from engine import Params, initial_snapshot, is_duplicate, new_player, rate_kill, sigma_units
@@ -141,28 +141,37 @@ def run_pipeline(pipeline: TimedPipeline, until: Callable[[TimedPipeline], bool]
 
 
 class RatingClock:
-    """CPU time of the consumer's thread inside the pure rating step (`Rating.rate`: dedup, the
-    engine, the hash values, the rating changes): the part a native rating core would replace.
-    Put in place of the lifecycle's `rating` while the pipeline runs."""
+    """CPU time of the consumer's thread inside the pure rating step (the lifecycle's
+    `rate_step`, consumer/_ports.py: dedup, the engine, the hash values, the rating changes):
+    the part a native rating core would replace. Put in place of the lifecycle's `rate_step`
+    while the pipeline runs."""
 
     def __init__(self, pipeline: Pipeline) -> None:
         self.seconds = 0.0
         self._lifecycle = pipeline.lifecycle
-        self._inner: Rating = pipeline.lifecycle.rating
+        self._inner: RateStep = pipeline.lifecycle.rate_step
 
-    def rate(self, batch: Batch, view: View, stages: Any) -> Plan:
+    def __call__(
+        self,
+        events: list[Accepted],
+        batch_offsets: dict[int, int],
+        view: View,
+        *,
+        refused: Container[tuple[int, int]],
+        stages: StageTimer,
+    ) -> Plan:
         started = time.thread_time()
         try:
-            return self._inner.rate(batch, view, stages)
+            return self._inner(events, batch_offsets, view, refused=refused, stages=stages)
         finally:
             self.seconds += time.thread_time() - started
 
     def __enter__(self) -> RatingClock:
-        self._lifecycle.rating = self  # type: ignore[assignment]
+        self._lifecycle.rate_step = self
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._lifecycle.rating = self._inner
+        self._lifecycle.rate_step = self._inner
 
 
 def sustained(bootstrap: str, redis_url: str, topic: str, n: int, params: Params) -> dict[str, Any]:

@@ -51,7 +51,7 @@ BUILD = compiled.activate()  # first, as `adr` does: ADR_COMPILED=0 before the i
 import msgspec
 
 from consumer._batch import Plan, View, rate_batch
-from consumer._decoding import Accepted, batch_reads, decode_messages, next_offsets
+from consumer._intake import Accepted, batch_reads, decode_messages, next_offsets
 from consumer._stages import HASH_VALUES, RATE, StageClock
 from engine import Params, PlayerState, SeasonSchedule, SeasonStart, initial_snapshot
 from loadgen import SimConfig, generate
@@ -62,7 +62,7 @@ HOUR_MS = 3_600_000
 START_TS = 1_790_000_000_000
 """A fixed event time (2026-09): the backlog, and so every output byte, does not depend on the
 clock; `decode_messages` is handed a `now` one hour after the first event."""
-COLLECT = {"rate": "CPyDef__batch___rate_batch", "decode": "CPyDef__decoding___decode_messages"}
+COLLECT = {"rate": "CPyDef__batch___rate_batch", "decode": "CPyDef__intake___decode_messages"}
 """The compiled functions whose instructions --callgrind counts (mypyc's C names)."""
 
 

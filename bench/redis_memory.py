@@ -36,7 +36,7 @@ import redis
 from _memory_report import report
 
 from consumer._batch import rate_batch
-from consumer._decoding import Accepted, Batch
+from consumer._intake import Accepted, Batch
 from consumer._store import Store
 from engine import Params, take_snapshot
 from redis_layout import Conflict, Keys, encode_snapshot

@@ -54,7 +54,7 @@ import redis
 
 import consumer._store as store_module
 from consumer._batch import Plan, rate_batch
-from consumer._decoding import Accepted, Batch
+from consumer._intake import Accepted, Batch
 from consumer._store import Store
 from engine import Params, new_player
 from loadgen import SimConfig, generate

@@ -3,7 +3,7 @@
     python bench/state_cache_memory.py [--players 100000]
 
 Plays a simulated stream through the engine (`RatingBook`) so that the states are realistic
-(filled windows, streaks, tiers), stores every player in a `consumer._cache.StateCache`, and
+(filled windows, streaks, tiers), stores every player in a `consumer._view.StateCache`, and
 reports the memory tracemalloc sees for it divided by the players: ids, states and vers, dict
 overhead included. Prints one JSON object on stdout.
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from consumer._cache import StateCache
+from consumer._view import StateCache
 from engine import Params, RatingBook
 from loadgen import SimConfig, generate
 

@@ -21,9 +21,9 @@ from typing import Final, cast
 import msgspec
 from msgspec.structs import astuple
 
-from consumer._cache import Entries
-from consumer._decoding import Accepted, EventFields
+from consumer._intake import Accepted, EventFields
 from consumer._stages import HASH_VALUES, NO_STAGES, RATE, StageTimer
+from consumer._view import Entries
 from engine import (
     DEFAULT_LATENESS_MS,
     NO_SEASONS,

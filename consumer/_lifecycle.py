@@ -4,9 +4,10 @@
     2. decode       transport errors dropped, kill events decoded and checked; the rejected
                     ones dead-lettered, and a partition whose copy the broker did not take cut
                     at that message (`decode`, the work in consumer/_intake.py)
-    3. rate         dedup and rate on what the pool holds (the pure `Rating.rate`,
-                    consumer/_rating.py); the events it leaves out come back as a value and are
-                    dead-lettered before any write leaves them out (`rate`)
+    3. rate         dedup and rate on what the pool holds (the pure rating step, the pool's
+                    loop: consumer/_batch.py or consumer/_model_batch.py); the events it leaves
+                    out come back as a value and are dead-lettered before any write leaves them
+                    out (`rate`)
     4. write ahead  the rated batch is held; its atomic write goes out right behind the next
                     batch's read, on one connection, and the next batch is rated on top of what
                     that write will leave while the pool runs it (`write_ahead`)
@@ -36,18 +37,16 @@ import redis
 from confluent_kafka import KafkaException, Message
 
 from consumer._batch import Plan, View
-from consumer._cache import Overlay, StateCache
 from consumer._clients import Clients
 from consumer._collector import Collector
-from consumer._decoding import Accepted, Batch
 from consumer._errors import CorruptState, RedisBehind
-from consumer._intake import Intake
+from consumer._intake import Accepted, Batch, Intake
 from consumer._metrics import Metrics, observe_ages
 from consumer._partitions import Partitions, commit_at
-from consumer._ports import PendingWrite
-from consumer._rating import Rating
+from consumer._ports import PendingWrite, RateStep
 from consumer._retry import RedisRetry, retriable
 from consumer._stages import NO_STAGES, RELAY, StageTimer
+from consumer._view import Overlay, StateCache
 from consumer._write_policy import WritePolicy
 from consumer.config import Config
 from redis_layout import Conflict
@@ -72,7 +71,7 @@ class Lifecycle:
         metrics: Metrics,
         partitions: Partitions,
         retry: RedisRetry,
-        rating: Rating,
+        rate_step: RateStep,
         collector: Collector,
         stages: StageTimer = NO_STAGES,
     ) -> None:
@@ -81,8 +80,8 @@ class Lifecycle:
         self._metrics = metrics
         self._partitions = partitions
         self._retry = retry
-        self.rating = rating
-        """The pure rating step (consumer/_rating.py) with the pool's model and settings."""
+        self.rate_step = rate_step
+        """The pure rating step: the pool's loop with its settings (consumer/_ports.py)."""
         self._collector = collector
         self._stages = stages
         self._intake = Intake(config, clients, metrics, partitions, stages)
@@ -91,6 +90,13 @@ class Lifecycle:
         self.held: Ready | None = None
 
     # -- a batch, step by step ----------------------------------------------------------------
+
+    def step(self) -> None:
+        """One turn of the pipeline's loop: step 1, then steps 2–7 for what it read (the loop
+        never holds the batch)."""
+        messages = self.read()
+        if messages:
+            self.process(messages)
 
     def read(self) -> list[Message]:
         """Step 1. The next batch. While a batch is held, take only what is already here, so
@@ -136,7 +142,13 @@ class Lifecycle:
         `corrupt_state`, `pool_full`) are dead-lettered before any write that leaves them out;
         a copy the broker did not take cuts the batch there, and the rest is rated again."""
         while True:
-            plan = self.rating.rate(batch, view, self._stages)
+            plan = self.rate_step(
+                batch.accepted,
+                batch.next_offsets,
+                view,
+                refused=batch.dead_lettered,
+                stages=self._stages,
+            )
             rejected = batch.drop_rejected(plan)
             self._report_rejected(plan, rejected)
             if not rejected:

@@ -36,7 +36,7 @@ import msgspec
 from msgspec.structs import astuple
 
 from consumer._batch import POOL_FULL, Plan, View, content_digest, count_player, finish_plan
-from consumer._decoding import Accepted
+from consumer._intake import Accepted
 from consumer._stages import HASH_VALUES, NO_STAGES, RATE, StageTimer
 from engine import DEFAULT_LATENESS_MS, Params, RatingModel, is_duplicate, tier_label
 from redis_layout import Keys

@@ -10,6 +10,10 @@
 - `Outbox`: the relay of the outbox to rating-changes (consumer/_relay.py).
 - `RatingProducer`: the rating-change producer the relay sends with (flushed on the way out,
   replaced after a fatal client error).
+- `RateStep`: the pure rating step, the pool's loop with its settings bound, chosen once when the
+  pipeline is built (consumer/pipeline.py's `rating_step`): ADR's `rate_batch`
+  (consumer/_batch.py, compiled) or the other models' `rate_model_batch`
+  (consumer/_model_batch.py).
 
 The real adapters satisfy them structurally (mypy checks `Clients.connect`); the unit tests'
 in-memory ones do too, so they need no casts (tests/consumer/lifecycle_fakes.py).
@@ -17,13 +21,15 @@ in-memory ones do too, so they need no casts (tests/consumer/lifecycle_fakes.py)
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any, Literal, Protocol, overload
 
 from confluent_kafka import Message, TopicPartition
 
 from consumer._batch import Plan, View
 from consumer._dead_letters import Stop
+from consumer._intake import Accepted
+from consumer._stages import StageTimer
 from engine import PlayerState
 
 
@@ -167,3 +173,19 @@ class Outbox(Protocol):
     def use_producer(self, producer: Any) -> None:
         """Send with a new producer from now on (after a fatal client error)."""
         ...
+
+
+class RateStep(Protocol):
+    """Step 3's pure work: `events` rated in order on `view` (`batch_offsets`: partition -> the
+    batch's next offset), the events in `refused` (dead-lettered by an earlier attempt) left
+    out; the events it leaves out come back in `Plan.rejected`."""
+
+    def __call__(
+        self,
+        events: list[Accepted],
+        batch_offsets: dict[int, int],
+        view: View,
+        *,
+        refused: Container[tuple[int, int]],
+        stages: StageTimer,
+    ) -> Plan: ...

@@ -1,11 +1,12 @@
 """The outbox relay: rating changes written by the atomic batch write -> Kafka, at least once.
 
 Each outbox entry holds one batch's rating changes (`m`: msgpack array of [player, message]).
-Entries are read through a Redis stream consumer group (the stream's side: consumer/_outbox.py;
-this module is the producer's side: what to take, produce and settle, and the broker's faults), so
-instances sharing a namespace never send the same entry twice while alive. An entry is XACKed and
-XDELed only after Kafka confirmed every message of it; an entry read by an instance that then died
-is claimed by another after `outbox_claim_idle_ms` and sent again: the only way a duplicate (same
+Entries are read through a Redis stream consumer group, so instances sharing a namespace never
+send the same entry twice while alive. An entry's way is all here: read (XREADGROUP), decoded,
+produced, settled, acknowledged (XACK and XDEL) only after Kafka confirmed every message of it.
+What keeps the group in order off that way (its creation, the claims of entries left idle, the
+quarantine, the backlog) is consumer/_outbox.py's: an entry read by an instance that then died is
+claimed by another after `outbox_claim_idle_ms` and sent again: the only way a duplicate (same
 `id`) reaches `rating-changes`.
 
 How an entry is confirmed ("settled"), without a Python call per delivered message: the producer
@@ -59,6 +60,7 @@ import logging
 import time
 from typing import Any, Final
 
+import msgspec
 import redis
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
@@ -66,18 +68,31 @@ from consumer._degraded import RATING_CHANGES
 from consumer._errors import KafkaUnrecoverable
 from consumer._kafka_faults import Action, Fault, classify
 from consumer._metrics import Metrics
-from consumer._outbox import OutboxMessage, OutboxStream
+from consumer._outbox import CHUNK, GROUP, OutboxStream
+from consumer._topic_watch import StuckWatch
 from consumer.config import Config
 from redis_layout import Keys
 from runtime.kafka_produce import produce_waiting
 
-_STUCK_S: Final = 5.0
-"""Messages unconfirmed this long (the producer's queue never drained): ask the broker why."""
 _METADATA_TIMEOUT_S: Final = 1.0
 """How long a retry after a refusal of the topic waits for its metadata (the loop waits)."""
 _ANY_PARTITION: Final = -1
 """librdkafka's RD_KAFKA_PARTITION_UA: the producer's partitioner picks by key, as by default."""
 log = logging.getLogger("adr.consumer.relay")
+
+
+class OutboxMessage(
+    msgspec.Struct, array_like=True, gc=False, forbid_unknown_fields=True, frozen=True
+):
+    """One [player, rating-change bytes] pair of an entry, decoded as strictly as a tuple would
+    be (exactly two items, a str and bytes); gc=False: the thousands a pump holds until the
+    broker confirms them are never scanned by the garbage collector, where tuples would be."""
+
+    player: str
+    value: bytes
+
+
+_ENTRY: Final = msgspec.msgpack.Decoder(list[OutboxMessage])
 
 
 class _Entry:
@@ -103,6 +118,8 @@ class Relay:
         self._outbox = OutboxStream(
             client, keys, config.instance_id, config.outbox_claim_idle_ms, metrics
         )
+        """The group kept in order: created, entries kept and claimed, quarantine, backlog."""
+        self._stream = keys.outbox
         self._producer = producer
         self._config = config
         self._metrics = metrics
@@ -114,8 +131,7 @@ class Relay:
         self._next_claim = 0.0
         self._retry_at = 0.0  # after a refusal of the topic: no produce() before this
         self._backoff_s = 0.0
-        self._waiting_since: float | None = None  # the producer's queue has not drained since
-        self._next_probe = 0.0
+        self._stuck = StuckWatch(config.rating_topic, metrics)
 
     def use_producer(self, producer: Producer) -> None:
         """Switch to a new producer; what the old one did not confirm is claimed again later
@@ -140,7 +156,7 @@ class Relay:
         outbox = self._outbox
         pipe = outbox.pipeline()  # first: creating the group may fail, with nothing taken yet
         acked, self._done = self._done, []
-        outbox.queue_acknowledge(pipe, acked)
+        self._queue_acknowledge(pipe, acked)
         now = time.monotonic()
         claiming = now >= self._next_claim
         if claiming:
@@ -148,7 +164,7 @@ class Relay:
             outbox.queue_keep(pipe, list(self._mine))
         room = self._room()
         if room > 0:
-            outbox.queue_read(pipe, room)
+            pipe.xreadgroup(GROUP, self._config.instance_id, {self._stream: ">"}, count=room)
         try:
             replies: list[Any] = pipe.execute(raise_on_error=False) if len(pipe) else []
         except redis.RedisError:
@@ -168,50 +184,23 @@ class Relay:
             taken += self._claim_abandoned(self._room())
         self._produce(time.monotonic() + self._config.relay_pump_ms / 1000)
         self._producer.poll(0)
-        self._watch(len(self._producer) > 0)
+        # the producer's queue not drained: after a while, the broker is asked why
+        self._stuck.check(self._producer, len(self._producer) > 0)
         return taken
 
-    def _watch(self, waiting: bool) -> None:
-        """While the producer holds messages the broker has not confirmed for `_STUCK_S` (its
-        queue never drains), ask the broker why, every `_STUCK_S`: with `message.timeout.ms`
-        0 librdkafka reports nothing while a topic is gone (it waits
-        `topic.metadata.propagation.max.ms`, 30 s, before failing its messages) or while no
-        broker or leader answers, so silence is the symptom."""
-        if not waiting:
-            self._waiting_since = None
-            return
-        now = time.monotonic()
-        if self._waiting_since is None:
-            self._waiting_since = now
-            self._next_probe = now + _STUCK_S
-        elif now >= self._next_probe:
-            self._next_probe = now + _STUCK_S
-            waited_s = round(now - self._waiting_since, 1)
-            self._metrics.degraded.failed(
-                RATING_CHANGES, self._config.rating_topic, self._why_stuck(waited_s)
-            )
-
-    def _why_stuck(self, waited_s: float) -> Fault:
-        """What the broker says of the rating topic while its messages wait."""
-        topic = self._config.rating_topic
-        try:
-            md = self._producer.list_topics(topic, timeout=_METADATA_TIMEOUT_S)
-        except KafkaException as exc:
-            return classify(exc)  # no broker answers: broker_unavailable, timed_out
-        found = md.topics.get(topic)
-        if found is None or found.error is not None:
-            missing = KafkaError(KafkaError.UNKNOWN_TOPIC_OR_PART)
-            return classify(found.error if found is not None else missing)
-        if not found.partitions or any(p.leader < 0 for p in found.partitions.values()):
-            return classify(KafkaError(KafkaError.LEADER_NOT_AVAILABLE))
-        waiting = KafkaError(KafkaError._TIMED_OUT, f"no delivery confirmed for {waited_s} s")
-        return classify(waiting)
+    def _queue_acknowledge(self, pipe: Any, ids: list[bytes]) -> None:
+        """XACK and XDEL `ids`: Kafka confirmed all of them."""
+        for i in range(0, len(ids), CHUNK):
+            chunk = ids[i : i + CHUNK]
+            pipe.xack(self._stream, GROUP, *chunk)
+            pipe.xdel(self._stream, *chunk)
 
     def _quarantine_message(self, entry_id: bytes, message: OutboxMessage, fault: Fault) -> None:
         """One rating change the producer refuses for good goes to the quarantine stream
-        (OutboxStream.quarantine_message), reported; the rest of its entry goes on, so no relay
-        stops on it again."""
-        self._outbox.quarantine_message(entry_id, message, f"{fault.code}: {fault.error}")
+        (consumer/_outbox.py), reported; the rest of its entry goes on, so no relay stops on it
+        again."""
+        error = f"{fault.code}: {fault.error}"
+        self._outbox.quarantine_message(entry_id, message.player, message.value, error)
         self._metrics.degraded.failed(
             RATING_CHANGES, self._config.rating_topic, fault, sample=entry_id.decode()
         )
@@ -236,8 +225,10 @@ class Relay:
 
     def _take(self, items: list[tuple[bytes, dict[bytes, bytes]]]) -> int:
         for entry_id, fields in items:
-            messages = self._outbox.decode(entry_id, fields)
-            if messages is None:
+            try:
+                messages = _ENTRY.decode(fields[b"m"])
+            except (KeyError, msgspec.DecodeError, RecursionError) as exc:
+                self._outbox.quarantine_entry(entry_id, fields, f"{type(exc).__name__}: {exc}")
                 continue
             entry = _Entry(entry_id, messages)
             self._mine[entry_id] = entry
@@ -363,9 +354,14 @@ class Relay:
         self._in_flight = self._unsent[0].sent if self._unsent else 0
 
     def _acknowledge(self) -> None:
+        """What was settled delivered, acknowledged in a round trip of its own."""
         ids, self._done = self._done, []
+        if not ids:
+            return
         try:
-            self._outbox.acknowledge(ids)
+            pipe = self._outbox.pipeline()
+            self._queue_acknowledge(pipe, ids)
+            pipe.execute()
         except redis.RedisError:
             self._done = ids + self._done  # acknowledged on the next try
             raise

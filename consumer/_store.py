@@ -2,7 +2,7 @@
 
 Key names, the player-hash and snapshot codecs, the write script and the raw pipelined
 connection are the Redis layout's (redis_layout); this module sends the batch's read (its
-commands and parsing: consumer/_view_read.py) and builds the write script's arguments.
+commands and parsing: consumer/_view.py) and builds the write script's arguments.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from consumer._batch import Plan, View
 from consumer._errors import CorruptState
 from consumer._season_read import SeasonRecord
 from consumer._stages import NO_STAGES, READ, WRITE_ARGUMENTS, StageTimer
-from consumer._view_read import ViewRead, decode_model_player, stored_offsets
+from consumer._view import ViewRead, decode_model_player, stored_offsets
 from engine import (
     DEFAULT_LATENESS_MS,
     AdrModel,

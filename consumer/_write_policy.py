@@ -22,10 +22,10 @@ import logging
 import redis
 
 from consumer._batch import Plan
-from consumer._cache import StateCache
-from consumer._decoding import Batch
+from consumer._intake import Batch
 from consumer._metrics import Metrics
 from consumer._retry import refusal, retriable
+from consumer._view import StateCache
 from redis_layout import Conflict
 
 log = logging.getLogger("adr.consumer")

@@ -11,6 +11,7 @@ are in consumer/README.md.
 
 from __future__ import annotations
 
+import functools
 import logging
 import signal
 import time
@@ -19,17 +20,18 @@ from types import FrameType
 from typing import Any, Final
 
 import redis
-from confluent_kafka import Message, TopicPartition
+from confluent_kafka import TopicPartition
 
+from consumer._batch import rate_batch
 from consumer._clients import Clients
 from consumer._collector import Collector
 from consumer._degraded import KILL_EVENTS
 from consumer._errors import FatalClientError, StopRequested
 from consumer._lifecycle import Lifecycle
 from consumer._metrics import Metrics, serve
+from consumer._model_batch import rate_model_batch
 from consumer._partitions import Partitions
-from consumer._ports import KillLog, RatingProducer
-from consumer._rating import Rating
+from consumer._ports import KillLog, RateStep, RatingProducer
 from consumer._retry import RedisRetry
 from consumer._stages import NO_STAGES, StageTimer
 from consumer._topic_watch import TopicWatch
@@ -83,15 +85,14 @@ class Pipeline:
         self.blocked = self.partitions.blocked
         self.log_range = self.partitions.log_range
         self._collector = Collector()
-        # The pool's rating model (engine.RatingModel), recorded in {ns}:model at `run`.
-        rating = Rating(self.model, self.keys, config.lateness_ms, config.max_players, params)
+        # Rated with the pool's model's loop (engine.RatingModel, recorded in {ns}:model at `run`).
         self.lifecycle = Lifecycle(
             config,
             self.clients,
             self.metrics,
             self.partitions,
             retry,
-            rating,
+            rating_step(self.model, self.keys, config, params),
             self._collector,
             stage_timer,
         )
@@ -158,9 +159,7 @@ class Pipeline:
             while not self._stopping:
                 self.metrics.tick()
                 try:
-                    messages = stages.read()
-                    if messages:
-                        self.process(messages)
+                    stages.step()  # read, then the batch's steps (consumer/_lifecycle.py)
                     self.clients.errors.raise_if_fatal()
                     if stages.held is None:
                         stages.emit()
@@ -174,11 +173,6 @@ class Pipeline:
             _stopped_waiting(exc)
         finally:
             self._shutdown()
-
-    def process(self, messages: list[Message]) -> None:
-        """One batch through the stages (consumer/_lifecycle.py): decoded, rated behind the
-        write of the batch held (which is confirmed, committed and emitted), then held itself."""
-        self.lifecycle.process(messages)
 
     def flush(self) -> None:
         """Write, confirm, commit and emit the batch held, if any (given up, not retried, when a
@@ -280,6 +274,32 @@ class Pipeline:
         self._collector.stop()
         self.metrics.logs.flush(final=True)  # the counts not yet written
         log.info("consumer stopped")
+
+
+def rating_step(model: RatingModel[Any], keys: Keys, config: Config, params: Params) -> RateStep:
+    """The pool's loop with its settings bound, chosen once (consumer/_ports.py's `RateStep`):
+    ADR by `rate_batch` (consumer/_batch.py), compiled and typed with ADR's classes, so its calls
+    into the engine are native; any other model by `rate_model_batch` (consumer/_model_batch.py),
+    the same rules in the same order (why two loops: that module says). `params` gives the
+    pool's rules a model does not own (the cooldown of §2.1): ADR's own for ADR."""
+    lateness_ms, max_players = config.lateness_ms, config.max_players
+    if isinstance(model, AdrModel):
+        return functools.partial(
+            rate_batch,
+            keys=keys,
+            params=model.params,
+            lateness_ms=lateness_ms,
+            max_players=max_players,
+            model=model,
+        )
+    return functools.partial(
+        rate_model_batch,
+        keys=keys,
+        params=params,
+        model=model,
+        lateness_ms=lateness_ms,
+        max_players=max_players,
+    )
 
 
 def _stopped_waiting(exc: StopRequested) -> None:

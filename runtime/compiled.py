@@ -77,8 +77,8 @@ COMPILED: Final = (
     "engine/_trueskill.py",
     "engine/_weng_lin.py",
     "consumer/_batch.py",
-    "consumer/_cache.py",
-    "consumer/_decoding.py",
+    "consumer/_view.py",
+    "consumer/_intake.py",
     "redis_layout/keys.py",
     "redis_layout/player_codec.py",
 )

@@ -80,5 +80,5 @@ def test_a_content_digest_is_blake2b_of_the_fields_as_hex_bytes(
 
 
 def test_rate_batch_unpacks_kill_events_in_their_declaration_order() -> None:
-    """rate_batch and batch_reads read its fields by position (consumer._decoding.EventFields)."""
+    """rate_batch and batch_reads read its fields by position (consumer._intake.EventFields)."""
     assert KillEvent.__struct_fields__ == ("v", "id", "arena", "attacker", "victim", "ts", "extra")

@@ -7,7 +7,7 @@ from collections import ChainMap
 from hypothesis import given
 from hypothesis import strategies as st
 
-from consumer._cache import Entries, Overlay, StateCache
+from consumer._view import Entries, Overlay, StateCache
 from engine import Params, new_player
 
 STATE = new_player(Params())

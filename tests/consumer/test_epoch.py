@@ -10,9 +10,9 @@ import pytest
 import redis
 
 from consumer._batch import rate_batch
-from consumer._decoding import Accepted
 from consumer._epoch import PoolEpoch
 from consumer._errors import CorruptState, RedisBehind
+from consumer._intake import Accepted
 from consumer._metrics import Metrics
 from consumer._store import Store
 from engine import Params

@@ -137,7 +137,7 @@ def test_a_decoder_bug_is_dead_lettered_as_undecodable_and_counted(
 ) -> None:
     """The guard behind the fuzz property: were a decoder ever to raise something else, the
     message is rejected (and counted), not the consumer."""
-    import consumer._decoding as decoding_module
+    import consumer._intake as intake_module
     from consumer.pipeline import Pipeline
 
     def broken(raw: bytes, now_ms: int, limits: object) -> None:
@@ -147,7 +147,7 @@ def test_a_decoder_bug_is_dead_lettered_as_undecodable_and_counted(
         Config(bootstrap_servers=kafka_bootstrap, redis_url=redis_url, metrics_port=0), Params()
     )
     try:
-        monkeypatch.setattr(decoding_module, "decode_kill_event", broken)
+        monkeypatch.setattr(intake_module, "decode_kill_event", broken)
         message = _Message(b"arena-0", b"\x80")
         accepted, rejected = pipeline.lifecycle._intake._decode([message])  # type: ignore[list-item]
         assert accepted == [] and rejected == [(message, "undecodable")]

@@ -16,7 +16,7 @@ import redis
 from consumer_servers import DurableRedis
 
 from consumer._batch import rate_batch
-from consumer._decoding import Accepted
+from consumer._intake import Accepted
 from consumer._store import Store
 from engine import DEFAULT_LATENESS_MS, Params
 from redis_layout import Conflict, Keys

@@ -76,9 +76,9 @@ class TracedRating:
     def __init__(self, inner: Any, trace: list[tuple[Any, ...]]) -> None:
         self.inner, self.trace = inner, trace
 
-    def rate(self, batch: Any, view: Any, stages: Any) -> Any:
-        self.trace.append(("rate", dict(batch.next_offsets)))
-        return self.inner.rate(batch, view, stages)
+    def __call__(self, events: Any, batch_offsets: Any, view: Any, **settings: Any) -> Any:
+        self.trace.append(("rate", dict(batch_offsets)))
+        return self.inner(events, batch_offsets, view, **settings)
 
 
 def test_the_next_batch_is_rated_before_the_write_ahead_is_confirmed_then_committed_and_emitted(
@@ -86,15 +86,15 @@ def test_the_next_batch_is_rated_before_the_write_ahead_is_confirmed_then_commit
 ) -> None:
     pipeline, fake = _pipeline()
     monkeypatch.setattr(
-        pipeline.lifecycle, "rating", TracedRating(pipeline.lifecycle.rating, fake.trace)
+        pipeline.lifecycle, "rate_step", TracedRating(pipeline.lifecycle.rate_step, fake.trace)
     )
     fake.kafka.assign_group([0])
     messages = _stream(fake, 4)
     fake.trace.clear()
-    pipeline.process(messages[:2])
+    pipeline.lifecycle.process(messages[:2])
     assert fake.store.held.offsets == {}  # held back, not written
     assert ("write", {0: 2}) not in fake.trace
-    pipeline.process(messages[2:])
+    pipeline.lifecycle.process(messages[2:])
     t = fake.trace
     # batch 2's read goes out with batch 1's write behind it; batch 2 is rated meanwhile, then
     # batch 1 is confirmed, committed and emitted; batch 2 is held.
@@ -120,11 +120,11 @@ def test_a_write_ahead_that_conflicts_is_redone_before_its_commit() -> None:
     pipeline, fake = _pipeline()
     fake.kafka.assign_group([0])
     messages = _stream(fake, 4)
-    pipeline.process(messages[:2])
+    pipeline.lifecycle.process(messages[:2])
     _state, ver = fake.store.held.players.get("a", (None, 0))
     fake.store.held.players["a"] = (new_player(Params()), ver + 7)  # someone else wrote a
     fake.trace.clear()
-    pipeline.process(messages[2:])
+    pipeline.lifecycle.process(messages[2:])
     t = fake.trace
     assert pipeline.metrics.conflicts._value.get() == 1
     assert t.count(("write", {0: 2})) == 2 and t.count(("confirmed", {0: 2})) == 1
@@ -151,13 +151,15 @@ def test_a_write_whose_reply_is_lost_after_it_ran_counts_its_events_once(held: b
         # a-b three times 1 s apart: one counted, two repeats inside the cooldown; then c-d
         messages = [_kill(fake, 0, i, "a", "b", START + i * 1000) for i in range(3)]
         messages += [_kill(fake, 0, 3 + i, "c", "d", START + 200_000 * (i + 1)) for i in range(2)]
-        pipeline.process(messages[:3])
+        pipeline.lifecycle.process(messages[:3])
         fake.store.lose_replies = lose
         if held:
-            pipeline.process(messages[3:])  # the first batch's write goes out ahead of this read
+            pipeline.lifecycle.process(
+                messages[3:]
+            )  # the first batch's write goes out ahead of this read
         else:
             pipeline.flush()
-            pipeline.process(messages[3:])
+            pipeline.lifecycle.process(messages[3:])
         pipeline.flush()
         assert fake.store.held.offsets == {0: 5}
         assert fake.store.lose_replies == 0
@@ -170,7 +172,7 @@ def test_a_revoke_flushes_the_held_batch_before_the_partitions_go() -> None:
     pipeline, fake = _pipeline()
     fake.kafka.assign_group([0, 1])
     messages = _stream(fake, 6, partitions=2)
-    pipeline.process(messages)
+    pipeline.lifecycle.process(messages)
     assert fake.store.held.offsets == {}
     fake.trace.clear()
     fake.kafka.revoke_group([0, 1])
@@ -194,17 +196,17 @@ def test_redis_behind_drops_the_cache_and_reassigns_at_the_stored_offsets(held: 
     pipeline, fake = _pipeline()
     fake.kafka.assign_group([0])
     messages = _stream(fake, 8)
-    pipeline.process(messages[:2])
+    pipeline.lifecycle.process(messages[:2])
     pipeline.flush()
     earlier = fake.store.saved()  # offsets {0: 2}
-    pipeline.process(messages[2:4])
+    pipeline.lifecycle.process(messages[2:4])
     pipeline.flush()
     assert fake.store.held.offsets == {0: 4} and len(pipeline.lifecycle.cache) > 0
     if held:
-        pipeline.process(messages[4:6])  # held, computed on what Redis is about to lose
+        pipeline.lifecycle.process(messages[4:6])  # held, computed on what Redis is about to lose
     fake.store.lose_to(earlier)
     fake.trace.clear()
-    pipeline.process(messages[6 if held else 4 :])
+    pipeline.lifecycle.process(messages[6 if held else 4 :])
     assert pipeline.metrics.redis_rewinds._value.get() == 1
     assert ("assign", {0: 2}) in fake.trace
     # the epoch is raised before anything is read (and so applied) again
@@ -215,13 +217,13 @@ def test_redis_behind_drops_the_cache_and_reassigns_at_the_stored_offsets(held: 
     assert fake.store.held.offsets == {0: 2}  # the write held back never applied
     again = fake.kafka.consume(100)
     assert [m.offset() for m in again] == list(range(2, 8))
-    pipeline.process(again)
+    pipeline.lifecycle.process(again)
     pipeline.flush()
 
     reference, ref = _pipeline()
     ref.kafka.assign_group([0])
     _stream(ref, 8)
-    reference.process(ref.kafka.consume(100))
+    reference.lifecycle.process(ref.kafka.consume(100))
     reference.flush()
     assert fake.store.held.offsets == ref.store.held.offsets == {0: 8}
     assert _ratings(fake) == _ratings(ref)
@@ -233,16 +235,16 @@ def test_an_epoch_that_went_back_is_a_rewind_and_the_next_changes_carry_a_higher
     pipeline, fake = _pipeline()
     fake.kafka.assign_group([0])
     messages = _stream(fake, 6)
-    pipeline.process(messages[:2])
+    pipeline.lifecycle.process(messages[:2])
     pipeline.flush()
     fake.store.held.epoch = lost = 10**14  # raised by another instance, seen here ...
-    pipeline.process(messages[2:4])
+    pipeline.lifecycle.process(messages[2:4])
     pipeline.flush()
     assert pipeline.partitions.epoch.seen == lost
     fake.store.held.epoch = 0  # ... then lost with a failover
-    pipeline.process(messages[4:])
+    pipeline.lifecycle.process(messages[4:])
     assert pipeline.metrics.redis_rewinds._value.get() == 1
-    pipeline.process(fake.kafka.consume(100))
+    pipeline.lifecycle.process(fake.kafka.consume(100))
     pipeline.flush()
     assert fake.store.held.epoch == lost + 1
     last = decode_rating_change(fake.store.held.outbox[-1][-1][1])
@@ -295,7 +297,7 @@ def test_an_undelivered_dead_letter_cuts_the_batch_at_it_and_stops_its_partition
         fake.kafka.append(1, b"x", b"\x80 not an event"),  # delivered: dead-lettered
     ]
     fake.dead_letters.undeliverable = {(0, 1)}
-    pipeline.process(batch)
+    pipeline.lifecycle.process(batch)
     pipeline.flush()
     assert fake.store.held.offsets == {0: 1, 1: 2}
     assert set(fake.store.held.players) == {"a", "b", "d", "e"}
@@ -326,14 +328,14 @@ def test_any_split_into_batches_ends_with_the_same_state_and_commits(
     messages = _stream(fake, 24, partitions=2)
     bounds = [0, *sorted(cuts), 24]
     for i, (lo, hi) in enumerate(itertools.pairwise(bounds)):
-        pipeline.process(messages[lo:hi])
+        pipeline.lifecycle.process(messages[lo:hi])
         if i in flushes:
             pipeline.flush()
     pipeline.flush()
 
     reference, ref = _pipeline()
     ref.kafka.assign_group([0, 1])
-    reference.process(_stream(ref, 24, partitions=2))
+    reference.lifecycle.process(_stream(ref, 24, partitions=2))
     reference.flush()
     assert fake.store.held.offsets == ref.store.held.offsets == {0: 12, 1: 12}
     assert {p: s[:3] for p, s in _ratings(fake).items()} == {
@@ -357,7 +359,7 @@ def test_a_fatal_client_error_writes_the_held_batch_and_renews_the_clients_in_on
     pipeline, fake = _pipeline()
     fake.kafka.assign_group([0])
     messages = _stream(fake, 4)
-    pipeline.process(messages[:2])  # held, not written
+    pipeline.lifecycle.process(messages[:2])  # held, not written
     renewed: list[int] = []
 
     def new_kafka() -> Any:

@@ -15,7 +15,7 @@ import consumer_support as S
 from confluent_kafka import Producer
 
 from consumer._batch import rate_batch
-from consumer._decoding import Accepted
+from consumer._intake import Accepted
 from consumer.config import Config
 from engine import Params
 from redis_layout import Conflict, Keys
@@ -203,7 +203,7 @@ def test_a_rated_rejection_whose_dead_letter_is_not_delivered_cuts_the_batch_the
     from lifecycle_fakes import fakes
 
     from consumer._batch import View
-    from consumer._decoding import Batch
+    from consumer._intake import Batch
     from consumer._metrics import Metrics
     from consumer.pipeline import Pipeline
     from engine import initial_snapshot

@@ -11,7 +11,7 @@ import redis
 from confluent_kafka import Message
 
 from consumer._batch import rate_batch
-from consumer._decoding import Accepted
+from consumer._intake import Accepted
 from consumer._store import Store
 from consumer.config import Config
 from consumer.pipeline import Pipeline
@@ -62,9 +62,11 @@ def _stored(client: redis.Redis, keys: Keys) -> dict[str, tuple[float, int, int]
 def test_the_batch_behind_is_rated_on_top_of_the_write_ahead(pipeline: Pipeline) -> None:
     client, keys = pipeline.redis, pipeline.keys
     now = time.time_ns() // 1_000_000 - 120_000  # the last event is 70 s later, still in the past
-    pipeline.process([_message(0, 1, "a", "b", now), _message(1, 2, "c", "a", now + 1)])
+    pipeline.lifecycle.process([_message(0, 1, "a", "b", now), _message(1, 2, "c", "a", now + 1)])
     assert client.exists(keys.player("a")) == 0  # held back, not written yet
-    pipeline.process([_message(2, 3, "a", "b", now + 2), _message(3, 4, "a", "d", now + 70_000)])
+    pipeline.lifecycle.process(
+        [_message(2, 3, "a", "b", now + 2), _message(3, 4, "a", "d", now + 70_000)]
+    )
     # The first batch is written and confirmed; the second (a duplicate a→b inside the cooldown,
     # then a→d on top of the first batch's a) is held back until flushed.
     assert S.applied_offsets(client, keys, TOPIC) == {0: 2}
@@ -86,14 +88,14 @@ def test_a_write_ahead_that_conflicts_is_redone_and_the_batch_behind_rated_again
 ) -> None:
     client, keys, params = pipeline.redis, pipeline.keys, pipeline.params
     now = time.time_ns() // 1_000_000
-    pipeline.process([_message(0, 1, "a", "b", now)])  # held back, computed on a fresh a
+    pipeline.lifecycle.process([_message(0, 1, "a", "b", now)])  # held back, computed on a fresh a
     # Meanwhile another instance (another partition of another topic) moves a on.
     theirs = Store(client, keys, "other-topic", params)
     other = Accepted(0, 0, kill_event(id="o1", arena="y", attacker="c", victim="a", ts=now - 5))
     view = theirs.read_view(["c", "a"], [keys.cooldown("c", "a")], [0])
     theirs.write(rate_batch([other], {0: 1}, view, keys, params))
     # The next batch sends the held write (it conflicts on a's ver) and rates itself on top of it.
-    pipeline.process([_message(1, 2, "a", "d", now + 1)])
+    pipeline.lifecycle.process([_message(1, 2, "a", "d", now + 1)])
     assert pipeline.metrics.conflicts._value.get() == 1
     assert S.applied_offsets(client, keys, TOPIC) == {0: 1}  # the first batch, redone
     pipeline.flush()

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from consumer._batch import View, rate_batch
-from consumer._decoding import Accepted
+from consumer._intake import Accepted
 from consumer.config import Config
 from engine import Params, initial_snapshot
 from redis_layout import Keys

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from consumer._batch import Plan, View, rate_batch
-from consumer._decoding import Accepted, batch_reads
+from consumer._intake import Accepted, batch_reads
 from consumer._memory_store import MemoryStore
 from consumer._model_batch import rate_model_batch
 from consumer._ports import PoolStore
@@ -136,7 +136,7 @@ def _read(store: PoolStore, keys: Keys, events: list[Accepted]) -> View:
 
 
 def _plan(store: PoolStore, keys: Keys, events: list[Accepted], model: RatingModel[Any]) -> Plan:
-    """`events` rated on a fresh read by the pool's loop (consumer/_rating.py's choice)."""
+    """`events` rated on a fresh read by the pool's loop (pipeline.rating_step's choice)."""
     offsets = {e.partition: e.offset + 1 for e in events}
     view = _read(store, keys, events)
     if isinstance(model, AdrModel):

@@ -17,7 +17,8 @@ from confluent_kafka import Producer
 
 from consumer._degraded import RATING_CHANGES
 from consumer._metrics import Metrics
-from consumer._relay import _STUCK_S, Relay
+from consumer._relay import Relay
+from consumer._topic_watch import STUCK_S
 from consumer.config import Config
 from engine import Params
 from redis_layout import Keys
@@ -104,7 +105,7 @@ def test_a_blocked_broker_delays_rating_changes_but_never_duplicates_them(
         try:
             ids += _add_entries(client, keys, 10, 40)
             # long enough for the relays to ask the broker why nothing is confirmed
-            blocked_until = time.monotonic() + max(12 * CLAIM_IDLE_MS / 1000, _STUCK_S + 2)
+            blocked_until = time.monotonic() + max(12 * CLAIM_IDLE_MS / 1000, STUCK_S + 2)
             while time.monotonic() < blocked_until:
                 for relay in relays:
                     _timed_pump(relay)

@@ -35,20 +35,15 @@ SMALL_LIMIT = 2_000
 
 
 class _SpyRelay(Relay):
-    """The relay, recording every entry id it acknowledges (XACK + XDEL, through its outbox
-    stream: consumer/_outbox.py)."""
+    """The relay, recording every entry id it acknowledges (XACK + XDEL)."""
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
         self.acked: list[bytes] = []
-        stream = self._outbox
-        acknowledge = stream.queue_acknowledge
 
-        def spy(pipe: Any, ids: list[bytes]) -> None:
-            self.acked += ids
-            acknowledge(pipe, ids)
-
-        stream.queue_acknowledge = spy  # type: ignore[method-assign]
+    def _queue_acknowledge(self, pipe: Any, ids: list[bytes]) -> None:
+        self.acked += ids
+        super()._queue_acknowledge(pipe, ids)
 
 
 def _relay(client: redis.Redis, bootstrap: str, keys: Keys, topic: str, **over: Any) -> _SpyRelay:

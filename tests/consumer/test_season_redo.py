@@ -19,7 +19,7 @@ import redis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from consumer._decoding import Accepted
+from consumer._intake import Accepted
 from consumer._memory_store import MemoryStore
 from consumer._store import Store
 from engine import (

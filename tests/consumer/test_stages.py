@@ -9,7 +9,7 @@ import pytest
 import redis
 
 from consumer._batch import rate_batch
-from consumer._decoding import Accepted
+from consumer._intake import Accepted
 from consumer._stages import (
     DECODE,
     HASH_VALUES,

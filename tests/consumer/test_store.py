@@ -13,10 +13,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from consumer._batch import rate_batch
-from consumer._cache import StateCache
-from consumer._decoding import Accepted
+from consumer._intake import Accepted
 from consumer._store import Store
-from consumer._view_read import read_player_command
+from consumer._view import StateCache, read_player_command
 from engine import Params, RatingBook, initial_snapshot
 from redis_layout import Conflict, Keys
 from redis_layout.player_codec import FIELDS, READ_FIELDS, decode_player, encode_player_v1

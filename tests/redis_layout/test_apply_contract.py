@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 
 from consumer._batch import View, rate_batch
-from consumer._decoding import Accepted
+from consumer._intake import Accepted
 from engine import Params, activity_time, initial_snapshot
 from redis_layout import Keys, apply_contract, scripts
 from redis_layout.player_codec import FIELDS, script_items
