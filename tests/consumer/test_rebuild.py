@@ -459,14 +459,14 @@ def test_usage_errors_exit_2_before_touching_kafka_or_redis(tmp_path: Path) -> N
             "--redis-url", "redis://127.0.0.1:1", "--namespace", "n", "--group", "g"]  # fmt: skip
     bad_snapshot = tmp_path / "bad.json"
     bad_snapshot.write_text("{}")
-    seasons = tmp_path / "seasons.json"  # one season start: a schedule only adr's book applies
+    seasons = tmp_path / "seasons.json"  # one season start: the native core applies none
     seasons.write_text(encode_schedule(SeasonSchedule((SeasonStart("s2", 1_000, 1000.0),), 1)))
     for extra in (["--param", "no_such=1"], ["--snapshot", str(bad_snapshot)],
                   ["--commands-per-round", "0"], ["--lateness-ms", "-1"],
                   ["--model", "glicko3"], ["--model-param", "k=24"],  # adr takes --param
                   ["--model", "elo", "--model-param", "no_such=1"],
                   ["--model", "elo", "--core", "native"],  # the core rates adr only
-                  ["--model", "elo", "--seasons", str(seasons)]):  # fmt: skip
+                  ["--seasons", str(seasons), "--core", "native"]):  # fmt: skip
         done = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2, (extra, done.stderr[-2000:])
         assert '"event":"usage"' in done.stderr
