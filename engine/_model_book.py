@@ -147,6 +147,10 @@ class ModelBook(Generic[S]):
                 state = model.new_player()
                 units += model.units(state)
                 count += 1
+            if self.seasons.starts:  # the soft reset the event would take first
+                stepped = model.season_step(state, ts, self.seasons)
+                units += model.units(stepped) - model.units(state)
+                state = stepped
             pair.append(state)
         return model.predict(pair[0], pair[1], ts, units, count, self._snapshot_at(ts))
 

@@ -183,7 +183,7 @@ def _scaled(schedule: SeasonSchedule, name: str) -> SeasonSchedule:
 
 def _reference(
     name: str, events: list[tuple[str, str, int]], schedule: SeasonSchedule
-) -> tuple[dict[str, Any], Counter[str], list[tuple[str, str, int]]]:
+) -> tuple[dict[str, Any], Counter[str], list[tuple[str, str, int, float]]]:
     """The stream through the model's public methods with the rule stated on the largest counted
     time (a player crosses a start when its largest counted time so far is below it and the
     event's at or after it), kept here apart from the states; which events count is decided by
@@ -197,7 +197,7 @@ def _reference(
     for i, (a, b, ts) in enumerate(events):
         if plain.apply(str(i), a, b, ts) != COUNTED:
             continue
-        counted.append((a, b, ts))
+        counted.append((a, b, ts, 0.0))
         for p in (a, b):
             state = states.get(p, model.new_player())
             if p in newest:
@@ -207,6 +207,7 @@ def _reference(
                         resets[p] += 1
             season = ladder_of(schedule, max(ts, newest.get(p, ts)))
             states[p] = msgspec.structs.replace(state, season=season)
+        counted[-1] = (a, b, ts, model.predict(states[a], states[b], ts, 0, 0, _snapshot(name)))
         out = model.rate(states[a], states[b], ts, 0, len(states), _snapshot(name))
         states[a], states[b] = out.attacker, out.victim
         for p in (a, b):
@@ -214,11 +215,13 @@ def _reference(
     return states, resets, counted
 
 
-def _naive_resets(counted: list[tuple[str, str, int]], schedule: SeasonSchedule) -> Counter[str]:
+def _naive_resets(
+    counted: list[tuple[str, str, int, float]], schedule: SeasonSchedule
+) -> Counter[str]:
     """The resets a rule on `last_ts` (the LAST counted time, as the models keep it) would give."""
     last: dict[str, int] = {}
     resets: Counter[str] = Counter()
-    for a, b, ts in counted:
+    for a, b, ts, _p in counted:
         for p in (a, b):
             if p in last:
                 resets[p] += sum(1 for s in schedule.starts if last[p] < s.start_ms <= ts)
@@ -257,14 +260,17 @@ def test_each_player_takes_each_seasons_reset_once_and_the_book_agrees(
     schedule = _scaled(adr_schedule, name)
     states, _resets, counted = _reference(name, events, schedule)
     book = ModelBook(_model(name), SMALL, fixed_snapshot=_snapshot(name), seasons=schedule)
+    expected_p = iter(counted)
     for i, (a, b, ts) in enumerate(events):
-        book.apply(str(i), a, b, ts)
+        p = book.predict(a, b, ts) if a != b else None
+        if book.apply(str(i), a, b, ts) == COUNTED:  # predict: the reset the event takes first
+            assert p == next(expected_p)[3]
     assert book.players() == dict(sorted(states.items()))  # bit for bit
-    newest = max((ts for _, _, ts in counted), default=None)
+    newest = max((ts for _, _, ts, _p in counted), default=None)
     assert book.ladder == (0 if newest is None else ladder_of(schedule, newest))
     model = _model(name)
     for p, state in states.items():  # a redo on the stored state changes nothing
-        last = max(ts for a, b, ts in counted if p in (a, b))
+        last = max(ts for a, b, ts, _p in counted if p in (a, b))
         assert model.season_step(state, last, schedule) is state
 
 
@@ -277,6 +283,8 @@ def test_model_book_with_adr_and_seasons_is_rating_book_bit_for_bit(
     book = RatingBook(SMALL, seasons=schedule)
     generic = ModelBook(AdrModel(SMALL), SMALL, seasons=schedule)
     for i, (a, b, ts) in enumerate(events):
+        if a != b and len(book):
+            assert generic.predict(a, b, ts) == book.predict(a, b, ts)
         assert book.apply(str(i), a, b, ts) == generic.apply(str(i), a, b, ts)
     assert generic.players() == book.players()
     assert generic.total_sigma_units == book.total_sigma_units
