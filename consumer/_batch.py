@@ -359,9 +359,10 @@ class Ranked:
     def count(
         self, old_tier: int, was_on: bool, new_tier: int, is_on: bool, tier_counts: Counter[str]
     ) -> bool:
-        """One changed player's share of the board's own tier counts: `was_on` the board read
-        (with its old tier), `is_on` the board after the batch (with its new one); returns
-        `is_on`. A player on the board read counts for nothing once the batch switches it."""
+        """One changed player's share of the board's own tier counts (the models' loop; ADR's
+        `_count_ranked` writes the same rule out): `was_on` the board read (with its old tier),
+        `is_on` the board after the batch (with its new one); returns `is_on`. A player on the
+        board read counts for nothing once the batch switches it."""
         if was_on and not self.switch:
             tier_counts[tier_label(old_tier)] -= 1
         if is_on:
@@ -376,11 +377,13 @@ def _count_ranked(
     state: PlayerState,
     tier_counts: Counter[str],
 ) -> None:
-    """The tier counts of the live board (`Ranked`) and the placed players it leaves out."""
-    was_on = old is not None and ranked.on_board(old, ranked.before)
-    old_tier = 0 if old is None else old.tier
-    is_on = ranked.on_board(state, ranked.since)
-    if not ranked.count(old_tier, was_on, state.tier, is_on, tier_counts) and state.tier:
+    """The tier counts of the live board (`Ranked`; `Ranked.count`'s rule, written out: ADR's
+    path stays as compiled before) and the placed players it leaves out."""
+    if old is not None and not ranked.switch and ranked.on_board(old, ranked.before):
+        tier_counts[tier_label(old.tier)] -= 1
+    if ranked.on_board(state, ranked.since):
+        tier_counts[tier_label(state.tier)] += 1
+    elif state.tier:
         ranked.plan.unranked.append(player)
 
 

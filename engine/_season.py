@@ -151,8 +151,10 @@ def reset_scalars(
     mu: float, sigma: float, pool_mean: float, reset: SeasonReset, params: Params
 ) -> tuple[float, float]:
     """(μ', σ') of the soft reset (module docstring), each one correctly rounded operation."""
-    mu = toward_mean(mu, pool_mean, reset.keep)
-    sigma = raised(sigma, reset.sigma_raise)
+    # toward_mean and raised, written out: ADR's reset runs on the consumer's compiled path
+    moved = pool_mean + reset.keep * (mu - pool_mean)
+    mu = min(max(moved, min(mu, pool_mean)), max(mu, pool_mean))
+    sigma = math.sqrt(sigma * sigma + reset.sigma_raise * reset.sigma_raise)
     return (
         min(params.mu_max, max(params.mu_min, mu)),
         min(params.sigma_max, max(params.sigma_min, sigma)),
