@@ -20,6 +20,7 @@ import msgspec
 
 from engine._model import HashFields
 from engine._model_config import check
+from engine._packed_state import ELO_ITEMS, packed_state, season_in_domain
 from engine._season import SeasonReset, SeasonSchedule, seasons_crossed, toward_mean
 from engine._state import Snapshot
 from engine._tiers import display_tier_step
@@ -29,21 +30,8 @@ ELO: Final = "elo"
 K_RULES: Final = ("fixed", "fide", "uscf")
 EMPTY_WINDOW: Final = msgspec.msgpack.encode(())
 """The `window` hash value of a model without one: an empty msgpack array."""
-_ENCODE: Final = msgspec.msgpack.Encoder().encode
 
 
-class _Flags(msgspec.Struct, array_like=True, frozen=True, gc=False):
-    """Elo's `state` field: [top, h_up, h_down] and, from a player's first counted event in a
-    season after the first, that season's number (absent: 0, so a hash written before seasons
-    existed, or without one, decodes unchanged and encodes to the same bytes)."""
-
-    top: bool
-    h_up: float
-    h_down: float
-    season: int = 0
-
-
-_FLAGS: Final = msgspec.msgpack.Decoder(_Flags)
 _MAX_EXPONENT: Final = 300.0  # 10**300 is near the float limit: E is 0.0 beyond it
 
 
@@ -240,22 +228,10 @@ class EloModel:
         rating, _sigma, n, last_ts, tier, window, packed = fields
         no_window(window)
         in_domain("rating", rating)
-        flags = _FLAGS.decode(packed)
+        flags = ELO_ITEMS.decode(packed)
         in_tiers(tier, flags.h_up, flags.h_down)
         season_in_domain(flags.season)
         return EloState(rating, n, last_ts, flags.top, tier, flags.h_up, flags.h_down, flags.season)
-
-
-def packed_state(season: int, *items: bool | float) -> bytes:
-    """A model's `state` field: its items and, when not 0, the season (the hash of a player in
-    the first season, or of a pool without seasons, keeps its bytes from before seasons)."""
-    return _ENCODE((*items, season) if season else items)
-
-
-def season_in_domain(season: int) -> None:
-    """ValueError unless the stored season number is >= 0."""
-    if season < 0:
-        raise ValueError(f"season out of its domain: {season!r}")
 
 
 def no_window(window: bytes) -> None:

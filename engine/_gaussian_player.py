@@ -10,12 +10,13 @@ WengLinState, ...: the public names), subclasses of the ones here without fields
 
 from __future__ import annotations
 
-from typing import Final, Generic, TypeVar
+from typing import Generic, TypeVar
 
 import msgspec
 
-from engine._elo import EMPTY_WINDOW, in_domain, in_tiers, no_window, packed_state, season_in_domain
+from engine._elo import EMPTY_WINDOW, in_domain, in_tiers, no_window
 from engine._model import HashFields
+from engine._packed_state import GAUSSIAN_ITEMS, packed_state, season_in_domain
 from engine._season import (
     SIGMA_RAISE_SHARE,
     SeasonReset,
@@ -26,17 +27,6 @@ from engine._season import (
 )
 from engine._state import Snapshot
 from engine._tiers import display_tier_step
-
-
-class _Packed(msgspec.Struct, array_like=True, frozen=True, gc=False):
-    """The Gaussian models' `state` field: [h_up, h_down] and the season when not 0."""
-
-    h_up: float
-    h_down: float
-    season: int = 0
-
-
-_ACCUMULATORS: Final = msgspec.msgpack.Decoder(_Packed)
 
 
 class GaussianState(msgspec.Struct, frozen=True, gc=False):
@@ -133,7 +123,7 @@ class GaussianModel(Generic[G]):
     def from_fields(self, fields: HashFields) -> G:
         mu, sigma, n, last_ts, tier, window, packed = fields
         no_window(window)
-        items = _ACCUMULATORS.decode(packed)
+        items = GAUSSIAN_ITEMS.decode(packed)
         h_up, h_down = items.h_up, items.h_down
         in_domain("mu", mu)
         in_domain("sigma", sigma, positive=True)

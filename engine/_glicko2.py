@@ -21,9 +21,10 @@ from typing import Final
 
 import msgspec
 
-from engine._elo import EMPTY_WINDOW, in_domain, in_tiers, no_window, packed_state, season_in_domain
+from engine._elo import EMPTY_WINDOW, in_domain, in_tiers, no_window
 from engine._model import HashFields
 from engine._model_config import check
+from engine._packed_state import GLICKO2_ITEMS, packed_state, season_in_domain
 from engine._season import (
     SIGMA_RAISE_SHARE,
     SeasonReset,
@@ -40,18 +41,6 @@ GLICKO2: Final = "glicko2"
 SCALE: Final = 173.7178  # Glickman's step 2: μ = (r − 1500)/173.7178, φ = RD/173.7178
 CENTER: Final = 1500.0
 MAX_ITERATIONS: Final = 1000  # the Illinois iteration stops long before (a handful of steps)
-
-
-class _Packed(msgspec.Struct, array_like=True, frozen=True, gc=False):
-    """Glicko-2's `state` field: [σ (volatility), h_up, h_down] and the season when not 0."""
-
-    volatility: float
-    h_up: float
-    h_down: float
-    season: int = 0
-
-
-_VOLATILITY: Final = msgspec.msgpack.Decoder(_Packed)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -329,7 +318,7 @@ class Glicko2Model:
     def from_fields(self, fields: HashFields) -> Glicko2State:
         rating, rd, n, last_ts, tier, window, packed = fields
         no_window(window)
-        items = _VOLATILITY.decode(packed)
+        items = GLICKO2_ITEMS.decode(packed)
         volatility, h_up, h_down = items.volatility, items.h_up, items.h_down
         in_domain("rating", rating)
         in_domain("rd", rd, positive=True)

@@ -112,7 +112,9 @@ for i in range(20_000):
     kill = model.rate(sa, sb, at, total, len(states), snapshot)
     assert kill.p_ab == p
     states[a], states[b], total = kill.attacker, kill.victim, total + kill.sigma_units_delta
-    out.append((p, model.display(kill.attacker), list(model.to_fields(kill.victim))))
+    fields = model.to_fields(kill.victim)
+    assert model.from_fields(fields) == kill.victim  # the codec, seasons included, compiled
+    out.append((p, model.display(kill.attacker), list(fields)))
 out.append([(player, state) for player, state in sorted(states.items())])
 sys.stdout.buffer.write(msgspec.msgpack.encode(out))
 """
