@@ -53,11 +53,14 @@ S_contra = TypeVar("S_contra", contravariant=True)
 
 class PoolModel(Protocol[S_contra]):
     """What the write needs of the pool's rating model (engine.RatingModel has these): a player's
-    share of S and its activity time; the codec gives its hash values."""
+    share of S, its activity time and whether it is in a season; the codec gives its hash
+    values."""
 
     def units(self, state: S_contra) -> int: ...
 
     def activity_time(self, state: S_contra) -> int | None: ...
+
+    def in_season(self, state: S_contra, seasons: SeasonSchedule, season: int) -> bool: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,9 +73,6 @@ class Encoding(Generic[S]):
     values: Callable[[S], Sequence[str | bytes]]
     ver: Callable[[str, S], int]
     score: Callable[[S], str] | None = None
-    newest: Callable[[S], int | None] = lambda _state: None
-    """The player's largest counted event time (ADR: the last of `recent`): with seasons, a
-    placed player is on the board when it is in the board's season (docs/api.md, "Seasons")."""
 
 
 def model_encoding(model: RatingModel[Any]) -> Encoding[Any]:
@@ -264,7 +264,9 @@ def write_pool(
             flat += (name, value)
         writer.command("HSET", prefix + player, *flat)
         tier = values[_TIER]
-        if tier and (season_from is None or (encoding.newest(state) or -1) >= season_from):
+        # with seasons, a placed player is on the board when its largest counted event time is
+        # in the board's season (docs/api.md, "Seasons"; RatingModel.in_season)
+        if tier and (season_from is None or model.in_season(state, seasons, ladder)):
             lb += (values[_MU] if score_of is None else score_of(state), player)
             tiers[str(tier)] += 1
         since = model.activity_time(state)

@@ -32,7 +32,6 @@ from consumer import ConsumerError
 from consumer.config import add_model_arguments, engine_params_from_args, model_from_args
 from engine import (
     MODELS,
-    NO_SEASONS,
     AdrModel,
     EngineError,
     ModelBook,
@@ -202,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
         params = engine_params_from_args(args)  # adr consume's road: flags > env > file
         model = model_from_args(args, params)
         fixed = _read_snapshot(args.snapshot) if args.snapshot is not None else None
-        seasons = _seasons_for(args.seasons, model.name)
+        seasons = _seasons_for(args.seasons)
         every_ms = _seconds_to_ms(args.calibrate_every, "--calibrate-every")
         if args.commands_per_round < 1:
             raise ParamError("--commands-per-round must be >= 1")
@@ -239,12 +238,11 @@ def run(args: argparse.Namespace) -> int:
             model=AdrModel(params),
             values=player_values,
             ver=lambda _player, state: state.n,
-            newest=lambda state: state.recent[-1] if state.recent else None,
         )  # ADR: ver (the player's rating changes) is its n, the counted kills it took part in
     else:  # another model: the engine's generic book, the consumer's encoding of that model
         book = ModelBook(
             model, params, calibrate_every_ms=every_ms, fixed_snapshot=fixed,
-            lateness_ms=args.lateness_ms,
+            lateness_ms=args.lateness_ms, seasons=seasons,
         )  # fmt: skip
         encoding = _rebuild_pool.model_encoding(model)
     stamp = model_stamp(model.name, model_parameters(model))  # {ns}:model, as `adr consume`
@@ -324,11 +322,9 @@ def _rebuild(
         client, args.commands_per_round, lambda n: progress.tick("write", n, events)
     )
     snapshot = rated.snapshot if rated.counted or args.snapshot else initial_snapshot(params)
-    # the season schedule and the live board's season: ADR's book (the native core runs only
-    # without seasons, so its pool has one season, 0)
-    seasons, ladder = (
-        (book.seasons, book.ladder) if isinstance(book, RatingBook) else (NO_SEASONS, 0)
-    )
+    # the season schedule and the live board's season (the native core runs only without
+    # seasons, so its pool has one season, 0)
+    seasons, ladder = book.seasons, book.ladder
     players = _rebuild_pool.write_pool(
         writer, keys, args.topic, rated.players, encoding, records, offsets, watermarks,
         snapshot, seasons, ladder,

@@ -87,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "model's own parameters (e.g. elo k_rule=fide, glicko2 period_ms=3600000).\n\n"
         "Exit codes: 0 done (malformed records are reported and skipped), 1 input/output\n"
         "error, 2 usage error (unknown model, unknown --param or --model-param name, bad\n"
-        "value, bad --snapshot or --seasons file, --seasons with a model other than adr)."
+        "value, bad --snapshot or --seasons file)."
     )
     parser.add_argument(
         "events", metavar="EVENTS", help="events file (JSON lines or msgpack), - for stdin"
@@ -132,7 +132,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         type=Path,
         metavar="FILE",
         help="the pool's season schedule (what `adr season schedule` prints): each season's "
-        "soft reset at a player's first counted event of it, as the consumer applies it (adr only)",
+        "soft reset at a player's first counted event of it, as the consumer applies it, in the "
+        "model's own scale (docs/models.md)",
     )
     parser.add_argument(
         "--lateness",
@@ -168,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         fixed = _read_snapshot(args.snapshot) if args.snapshot is not None else None
         every_ms = _seconds_to_ms(args.calibrate_every, "--calibrate-every")
         lateness_ms = _seconds_to_ms(args.lateness, "--lateness")
-        seasons = _seasons_for(args.seasons, model.name)
+        seasons = _seasons_for(args.seasons)
     except (ParamError, EngineError) as exc:
         _log("error", "usage", message=str(exc))
         return EXIT_USAGE
@@ -181,7 +182,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         book = ModelBook(
             model, params, calibrate_every_ms=every_ms, fixed_snapshot=fixed,
-            lateness_ms=lateness_ms,
+            lateness_ms=lateness_ms, seasons=seasons,
         )  # fmt: skip
     try:
         stream, close = _open(args.events)
@@ -265,15 +266,10 @@ def _read_seasons(path: Path) -> SeasonSchedule:
         raise EngineError(f"bad --seasons file {str(path)!r}: {exc}") from exc
 
 
-def _seasons_for(path: Path | None, model: str) -> SeasonSchedule:
-    """The --seasons schedule (none without a file) for a book of `model`: refused for a model
-    other than adr, the only one with a season soft reset (`adr replay` and `adr rebuild`)."""
-    seasons = _read_seasons(path) if path is not None else NO_SEASONS
-    if seasons.starts and model != MODELS[0]:
-        raise ParamError(
-            f"--seasons: the season soft reset is implemented for adr only, not {model}"
-        )
-    return seasons
+def _seasons_for(path: Path | None) -> SeasonSchedule:
+    """The --seasons schedule (none without a file), for a book of any model (`adr replay` and
+    `adr rebuild`): each model applies it in its own scale (RatingModel.season_step)."""
+    return _read_seasons(path) if path is not None else NO_SEASONS
 
 
 def _open(path: str) -> tuple[IO[bytes], Any]:
@@ -392,6 +388,8 @@ def _write_model_outputs(
         "snapshot_taken_at": snap.taken_at,
         "players": len(book),
     }
+    if book.seasons.starts:
+        population["season"] = book.ladder  # the season the live board shows (0: the first)
     with _atomic(out_dir / "population.json") as out:
         out.write(json.dumps(population, indent=2, allow_nan=False))
         out.write("\n")

@@ -4,9 +4,10 @@ Given what Redis held when the batch was read (`View`), `rate_batch` applies eac
 with ADR (engine.AdrModel) and describes the one atomic write (`Plan`) that makes Redis hold the
 result, with the events it leaves out as a value (`Plan.rejected`, dead-lettered by the
 lifecycle before the write). The plan's pieces every loop shares are here too (`finish_plan`,
-`count_player`, `content_digest`); the other models' loop is consumer/_model_batch.py, the step
-that picks one consumer/_rating.py. This module is compiled (runtime/compiled.py): its calls
-into ADR and into View and Plan are native. Nothing here talks to Redis or Kafka.
+`count_player`, `content_digest`); the other models' loop is consumer/_model_batch.py, and the
+pipeline picks one of the two when it is built (`pipeline.rating_step`). This module is compiled
+(runtime/compiled.py): its calls into ADR and into View and Plan are native. Nothing here talks to
+Redis or Kafka.
 """
 
 from __future__ import annotations
@@ -167,7 +168,8 @@ def rate_batch(
     rule. `model` is annotated with ADR's class, not the Protocol: compiled, a call through the
     Protocol is a generic Python call, which cost the rating path 2,700 instructions per event
     (+3.9 %, bench/rate_batch_instructions.py); statically typed, the calls are native. Another
-    model (the pool's `--model`) is rated by consumer/_model_batch.py instead (`Rating`)."""
+    model (the pool's `--model`) is rated by consumer/_model_batch.py instead
+    (`pipeline.rating_step`)."""
     if model is None:
         model = AdrModel(params)
     stages.start()
@@ -291,13 +293,21 @@ def rate_batch(
 
     stages.stop(RATE)
     stages.start()
-    ladder = view.ladder
-    if has_seasons and newest >= 0:
-        ladder = max(ladder, ladder_of(seasons, newest))
-    plan.season = (view.season_version, view.ladder, ladder)
+    plan.season = batch_season(view, newest)
     _plan_players(plan, states, vers, view, model)
     stages.stop(HASH_VALUES)
     return finish_plan(plan, view, count, touched_pairs, watermarks, batch_offsets)
+
+
+def batch_season(view: View, newest: int) -> tuple[int, int, int]:
+    """`Plan.season` of a batch whose largest counted event time is `newest` (-1: none), in
+    every rating loop: the schedule's version and the ladder read, which the write checks, and
+    the ladder after the batch, the season of its newest counted event when that is later (the
+    write then starts that season's board)."""
+    ladder = view.ladder
+    if view.seasons.starts and newest >= 0:
+        ladder = max(ladder, ladder_of(view.seasons, newest))
+    return (view.season_version, view.ladder, ladder)
 
 
 def finish_plan(
@@ -324,44 +334,53 @@ def finish_plan(
     return plan
 
 
-class _Ranked:
-    """Who the live board ranks when the pool has seasons: a placed player whose newest counted
-    event is in the season the board shows (from `since`, None: the first season, everyone).
+class Ranked:
+    """Who the live board ranks when the pool has seasons, in every rating loop: a placed player
+    whose largest counted event time is in the season the board shows (the ladder read, `read`,
+    from `before`; after the batch, `after`, from `since`; None: the first season, everyone).
     A batch that moves the board to a new season (`switch`) starts it empty: the write empties
     `{ns}:lb` and `{ns}:tier_counts` first, so nobody's old contribution is taken back."""
 
-    __slots__ = ("before", "plan", "since", "switch")
+    __slots__ = ("after", "before", "plan", "read", "since", "switch")
 
-    def __init__(self, plan: Plan, before: int | None, since: int | None, switch: bool) -> None:
-        self.plan = plan
-        self.before = before
-        self.since = since
-        self.switch = switch
-
-    @classmethod
-    def of(cls, plan: Plan, view: View) -> _Ranked:
+    def __init__(self, plan: Plan, view: View) -> None:
         _version, read, after = plan.season
-        return cls(
-            plan,
-            season_start_ms(view.seasons, read),
-            season_start_ms(view.seasons, after),
-            after > read,
-        )
+        self.plan = plan
+        self.read = read
+        self.after = after
+        self.before = season_start_ms(view.seasons, read)
+        self.since = season_start_ms(view.seasons, after)
+        self.switch = after > read
 
     def on_board(self, state: PlayerState, since: int | None) -> bool:
+        """ADR's rule: placed, and the newest of `recent` (its largest counted time) >= since."""
         if not state.tier:
             return False
         return since is None or (bool(state.recent) and state.recent[-1] >= since)
 
+    def count(
+        self, old_tier: int, was_on: bool, new_tier: int, is_on: bool, tier_counts: Counter[str]
+    ) -> bool:
+        """One changed player's share of the board's own tier counts (the models' loop; ADR's
+        `_count_ranked` writes the same rule out): `was_on` the board read (with its old tier),
+        `is_on` the board after the batch (with its new one); returns `is_on`. A player on the
+        board read counts for nothing once the batch switches it."""
+        if was_on and not self.switch:
+            tier_counts[tier_label(old_tier)] -= 1
+        if is_on:
+            tier_counts[tier_label(new_tier)] += 1
+        return is_on
+
 
 def _count_ranked(
-    ranked: _Ranked,
+    ranked: Ranked,
     player: str,
     old: PlayerState | None,
     state: PlayerState,
     tier_counts: Counter[str],
 ) -> None:
-    """The tier counts of the live board (`_Ranked`) and the placed players it leaves out."""
+    """The tier counts of the live board (`Ranked`; `Ranked.count`'s rule, written out: ADR's
+    path stays as compiled before) and the placed players it leaves out."""
     if old is not None and not ranked.switch and ranked.on_board(old, ranked.before):
         tier_counts[tier_label(old.tier)] -= 1
     if ranked.on_board(state, ranked.since):
@@ -475,7 +494,7 @@ def _plan_players(
     the player's changes, so each change's seq is the ver right after it."""
     tier_counts: Counter[str] = Counter()
     out = plan.players
-    ranked = _Ranked.of(plan, view) if view.seasons.starts else None
+    ranked = Ranked(plan, view) if view.seasons.starts else None
     for player, state in states.items():
         old, ver = view.players[player]
         if old is state:

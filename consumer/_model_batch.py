@@ -7,7 +7,9 @@ order: already applied, late (per partition watermark), corrupt state, pool boun
 offsets, the event-id rule, the cooldown of §2.1, then the model's update. What differs is only
 what the model owns: its states (any Struct), their hash values (`to_fields`, layout 2's fields),
 the leaderboard score (its display rating, `SCORED_PLAYER_ITEMS`; ranked once placed in a tier,
-as ADR's players are) and the rating changes, which
+as ADR's players are), the season soft reset (`RatingModel.season_step`, before a counted event
+is rated; the board of the season (`Ranked`, shared with ADR's loop) ranks a placed player in
+it: `RatingModel.in_season`) and the rating changes, which
 name the model (schemas/rating_change.md, `model`). The pool's σ-sum S is ADR's: a model without
 one has `units` 0, so S and its limbs stay 0.
 
@@ -35,7 +37,16 @@ from typing import Any, Final
 import msgspec
 from msgspec.structs import astuple
 
-from consumer._batch import POOL_FULL, Plan, View, content_digest, count_player, finish_plan
+from consumer._batch import (
+    POOL_FULL,
+    Plan,
+    Ranked,
+    View,
+    batch_season,
+    content_digest,
+    count_player,
+    finish_plan,
+)
 from consumer._intake import Accepted
 from consumer._stages import HASH_VALUES, NO_STAGES, RATE, StageTimer
 from engine import DEFAULT_LATENESS_MS, Params, RatingModel, is_duplicate, tier_label
@@ -63,9 +74,6 @@ def rate_model_batch(
     rules and Plan); `params` gives the pool's cooldown (§2.1, whatever the model)."""
     stages.start()
     plan = Plan(epoch=view.epoch)
-    # No season resets for these models (`adr season close` refuses their pools); the write
-    # still checks the schedule's version and the ladder, as it checks the epoch.
-    plan.season = (view.season_version, view.ladder, view.ladder)
     epoch = view.epoch
     states: dict[str, Any] = {}
     vers: dict[str, int] = {}
@@ -79,6 +87,9 @@ def rate_model_batch(
     new_units = model.units(newcomer)
     name = model.name
     players = view.players
+    seasons = view.seasons
+    has_seasons = bool(seasons.starts)
+    newest = -1  # the largest counted ts (the ladder's season)
     for item in events:
         applied_to = view.offsets.get(item.partition)
         if applied_to is not None and item.offset < applied_to:
@@ -125,8 +136,16 @@ def rate_model_batch(
         if b is None:
             b = newcomer
         added = joining * new_units
+        rated_a, rated_b = a, b
         try:
-            outcome = model.rate(a, b, ts, total + added, count + joining, view.snapshot, pair_last)
+            if has_seasons:  # a season's soft reset at the player's first event of it
+                rated_a = model.season_step(a, ts, seasons)
+                rated_b = model.season_step(b, ts, seasons)
+                added += model.units(rated_a) - model.units(a)
+                added += model.units(rated_b) - model.units(b)
+            outcome = model.rate(
+                rated_a, rated_b, ts, total + added, count + joining, view.snapshot, pair_last
+            )
         except ArithmeticError:  # a stored state its codec let through
             plan.rejected.append((item, "corrupt_state"))
             plan.unratable += 1
@@ -142,6 +161,8 @@ def rate_model_batch(
         plan.event_ids.append((id_key, digest, ts))
         plan.counted += 1
         plan.counted_ts.append(ts)
+        if ts > newest:
+            newest = ts
         changes: tuple[tuple[str, Role, Any, Any], ...] = (
             (attacker, "attacker", a, new_a),
             (victim, "victim", b, new_b),
@@ -154,6 +175,7 @@ def rate_model_batch(
             plan.outbox.append((player, record))
     stages.stop(RATE)
     stages.start()
+    plan.season = batch_season(view, newest)
     _plan_players(plan, states, vers, view, model)
     stages.stop(HASH_VALUES)
     return finish_plan(plan, view, count, touched_pairs, watermarks, batch_offsets)
@@ -207,9 +229,13 @@ def _plan_players(
     plan: Plan, states: dict[str, Any], vers: dict[str, int], view: View, model: RatingModel[Any]
 ) -> None:
     """The players section (redis_layout/apply_contract.SCORED_PLAYER_ITEMS), tier counts and
-    σ-limb deltas of every player the batch changed (consumer._batch._plan_players' rules)."""
+    σ-limb deltas of every player the batch changed (consumer._batch._plan_players' rules).
+    With seasons the board is the season's (`Ranked`): a placed player not in it gets no score
+    ("" : not ranked) and no tier count."""
     tier_counts: Counter[str] = Counter()
     out = plan.players
+    seasons = view.seasons
+    ranked = Ranked(plan, view) if seasons.starts else None
     for player, state in states.items():
         old, ver = view.players[player]
         if old is state:
@@ -224,6 +250,17 @@ def _plan_players(
         since = model.activity_time(state)
         out.append("" if since is None else str(since))
         tier = fields[4]
+        if ranked is not None:  # seasons: the board's own tier counts
+            was_on = (
+                old is not None and bool(model.tier(old))
+                and model.in_season(old, seasons, ranked.read)
+            )  # fmt: skip
+            is_on = bool(tier) and model.in_season(state, seasons, ranked.after)
+            ranked.count(0 if old is None else model.tier(old), was_on, tier, is_on, tier_counts)
+            out.append(float_text(model.display(state)) if is_on else "")
+            old_units = 0 if old is None else model.units(old)
+            count_player(plan, tier_counts, 0, 0, old_units, model.units(state))
+            continue
         out.append(float_text(model.display(state)) if tier else "")  # ranked once placed
         if old is None:
             count_player(plan, tier_counts, 0, tier, 0, model.units(state))

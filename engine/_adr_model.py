@@ -15,6 +15,7 @@ from msgspec.structs import astuple
 
 from engine._kill import KillOutcome, predict, rate_kill
 from engine._model import HashFields
+from engine._season import SeasonReset, SeasonSchedule, season_start_ms, season_step, soft_reset
 from engine._sigma import sigma_units
 from engine._snapshot import activity_time
 from engine._state import PlayerState, Snapshot, new_player
@@ -70,6 +71,23 @@ class AdrModel:
     ) -> KillOutcome:
         """Steps 5–13: engine.rate_kill."""
         return rate_kill(a, b, ts, total_units, count, snapshot, self.params, pair_last)
+
+    def season_reset(self, state: PlayerState, pool_mean: float, reset: SeasonReset) -> PlayerState:
+        """engine.soft_reset (μ, σ clamped to the Params' bounds; streak, φ, h_up, h_down 0)."""
+        return soft_reset(state, pool_mean, reset, self.params)
+
+    def season_step(self, state: PlayerState, ts: int, seasons: SeasonSchedule) -> PlayerState:
+        """engine.season_step: ADR reads the player's season from `recent` (its newest entry is
+        the largest counted time ever), so it stores no season of its own."""
+        return season_step(state, ts, seasons, self.params)
+
+    def in_season(self, state: PlayerState, seasons: SeasonSchedule, season: int) -> bool:
+        start = season_start_ms(seasons, season)
+        return start is None or (bool(state.recent) and state.recent[-1] >= start)
+
+    def default_sigma_raise(self) -> float:
+        """SeasonReset's default, 100 (of σ0 = 350)."""
+        return SeasonReset().sigma_raise
 
     def display(self, state: PlayerState) -> float:
         """μ: ranks and tier boundaries are on μ (§6)."""

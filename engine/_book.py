@@ -17,7 +17,7 @@ from engine._counting import (
 from engine._errors import EngineError
 from engine._kill import NextScalars, Scalars, kill_update, predict
 from engine._pair_load import PairLoads, load_weight
-from engine._season import NO_SEASONS, SeasonSchedule, ladder_of, reset_scalars
+from engine._season import NO_SEASONS, SeasonSchedule, ladder_of, reset_scalars, season_step
 from engine._sigma import sigma_mean, sigma_units
 from engine._state import PlayerState, Snapshot, initial_snapshot, new_player
 from engine._store import PlayerRecord, PlayerStore
@@ -158,7 +158,12 @@ class RatingBook:
                 units += sigma_units(params.sigma0, params)
                 count += 1
             else:
-                states.append(store.get(i))
+                state = store.get(i)
+                if self.seasons.starts:  # the soft reset the event would take first
+                    reset = season_step(state, ts, self.seasons, params)
+                    units += sigma_units(reset.sigma, params) - sigma_units(state.sigma, params)
+                    state = reset
+                states.append(state)
         return predict(states[0], states[1], ts, units, count, self._snapshot_at(ts), params)
 
     def cooldowns(self) -> Iterator[tuple[str, str, int]]:

@@ -20,6 +20,8 @@ import msgspec
 
 from engine._model import HashFields
 from engine._model_config import check
+from engine._packed_state import ELO_ITEMS, packed_state, season_in_domain
+from engine._season import SeasonReset, SeasonSchedule, seasons_crossed, toward_mean
 from engine._state import Snapshot
 from engine._tiers import display_tier_step
 from engine.params import TIER_COUNT
@@ -28,8 +30,8 @@ ELO: Final = "elo"
 K_RULES: Final = ("fixed", "fide", "uscf")
 EMPTY_WINDOW: Final = msgspec.msgpack.encode(())
 """The `window` hash value of a model without one: an empty msgpack array."""
-_ENCODE: Final = msgspec.msgpack.Encoder().encode
-_FLAGS: Final = msgspec.msgpack.Decoder(tuple[bool, float, float])
+
+
 _MAX_EXPONENT: Final = 300.0  # 10**300 is near the float limit: E is 0.0 beyond it
 
 
@@ -80,6 +82,8 @@ class EloState(msgspec.Struct, frozen=True, gc=False):
     """0 unplaced, 1..15 (§6 on the display rating: engine.display_tier_step)."""
     h_up: float = 0.0
     h_down: float = 0.0
+    season: int = 0
+    """The season of the player's largest counted event time (engine.seasons_crossed)."""
 
 
 class EloOutcome(msgspec.Struct, frozen=True, gc=False):
@@ -126,7 +130,19 @@ def _after(
         state.tier, state.h_up, state.h_down, rating, n, snapshot.boundaries,
         config.tier_n_min, config.tier_h_req,
     )  # fmt: skip
-    return EloState(rating=rating, n=n, last_ts=ts, top=top, tier=tier, h_up=h_up, h_down=h_down)
+    return EloState(rating, n, ts, top, tier, h_up, h_down, state.season)
+
+
+def season_reset(state: EloState, pool_mean: float, reset: SeasonReset) -> EloState:
+    """A new season's soft reset (docs/models.md, "Seasons"): the rating toward the pool mean by
+    `keep`; the tier hysteresis accumulators restart at 0. Elo has no uncertainty to raise, and
+    `sigma_raise` is not used: the K rules read the games played (n) and FIDE's top flag, which
+    are the player's history, not last season's form, so they are kept (a reset that lowered n
+    would also unplace players and rewrite the counted kills readers show)."""
+    return EloState(
+        toward_mean(state.rating, pool_mean, reset.keep), state.n, state.last_ts, state.top,
+        state.tier, 0.0, 0.0, state.season,
+    )  # fmt: skip
 
 
 class EloModel:
@@ -173,6 +189,24 @@ class EloModel:
             sigma_units_delta=0,
         )
 
+    def season_reset(self, state: EloState, pool_mean: float, reset: SeasonReset) -> EloState:
+        return season_reset(state, pool_mean, reset)
+
+    def season_step(self, state: EloState, ts: int, seasons: SeasonSchedule) -> EloState:
+        season, crossed = seasons_crossed(seasons, state.season, ts)
+        if season == state.season:
+            return state
+        if state.n:
+            for start in crossed:
+                state = season_reset(state, start.pool_mean, start.reset)
+        return msgspec.structs.replace(state, season=season)
+
+    def in_season(self, state: EloState, seasons: SeasonSchedule, season: int) -> bool:
+        return state.season >= season
+
+    def default_sigma_raise(self) -> float:
+        return 0.0
+
     def display(self, state: EloState) -> float:
         return state.rating
 
@@ -183,21 +217,21 @@ class EloModel:
         return state.last_ts
 
     def to_fields(self, state: EloState) -> HashFields:
-        """mu: the rating, sigma: 0 (Elo has none), tier, state: [top, h_up, h_down]."""
+        """mu: the rating, sigma: 0 (Elo has none), tier, state: [top, h_up, h_down, season]
+        (season left out while 0)."""
         return (
             state.rating, 0.0, state.n, state.last_ts, state.tier, EMPTY_WINDOW,
-            _ENCODE((state.top, state.h_up, state.h_down)),
+            packed_state(state.season, state.top, state.h_up, state.h_down),
         )  # fmt: skip
 
     def from_fields(self, fields: HashFields) -> EloState:
         rating, _sigma, n, last_ts, tier, window, packed = fields
         no_window(window)
         in_domain("rating", rating)
-        top, h_up, h_down = _FLAGS.decode(packed)
-        in_tiers(tier, h_up, h_down)
-        return EloState(
-            rating=rating, n=n, last_ts=last_ts, top=top, tier=tier, h_up=h_up, h_down=h_down
-        )
+        flags = ELO_ITEMS.decode(packed)
+        in_tiers(tier, flags.h_up, flags.h_down)
+        season_in_domain(flags.season)
+        return EloState(rating, n, last_ts, flags.top, tier, flags.h_up, flags.h_down, flags.season)
 
 
 def no_window(window: bytes) -> None:

@@ -24,6 +24,15 @@ import msgspec
 from engine._elo import EMPTY_WINDOW, in_domain, in_tiers, no_window
 from engine._model import HashFields
 from engine._model_config import check
+from engine._packed_state import GLICKO2_ITEMS, packed_state, season_in_domain
+from engine._season import (
+    SIGMA_RAISE_SHARE,
+    SeasonReset,
+    SeasonSchedule,
+    raised_capped,
+    seasons_crossed,
+    toward_mean,
+)
 from engine._state import Snapshot
 from engine._tiers import display_tier_step
 from engine.params import MS_PER_DAY
@@ -32,8 +41,6 @@ GLICKO2: Final = "glicko2"
 SCALE: Final = 173.7178  # Glickman's step 2: μ = (r − 1500)/173.7178, φ = RD/173.7178
 CENTER: Final = 1500.0
 MAX_ITERATIONS: Final = 1000  # the Illinois iteration stops long before (a handful of steps)
-_ENCODE: Final = msgspec.msgpack.Encoder().encode
-_VOLATILITY: Final = msgspec.msgpack.Decoder(tuple[float, float, float])
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -81,6 +88,8 @@ class Glicko2State(msgspec.Struct, frozen=True, gc=False):
     """0 unplaced, 1..15 (§6 on the display rating: engine.display_tier_step)."""
     h_up: float = 0.0
     h_down: float = 0.0
+    season: int = 0
+    """The season of the player's largest counted event time (engine.seasons_crossed)."""
 
 
 class Glicko2Outcome(msgspec.Struct, frozen=True, gc=False):
@@ -180,6 +189,20 @@ def idle_rd(state: Glicko2State, ts: int, config: Glicko2Config) -> float:
     return min(grown, config.rd_max)
 
 
+def season_reset(
+    state: Glicko2State, pool_mean: float, reset: SeasonReset, config: Glicko2Config
+) -> Glicko2State:
+    """A new season's soft reset (docs/models.md, "Seasons"): r toward the pool mean by `keep`,
+    RD raised in quadrature by `sigma_raise` up to rd0 (never lowered), the tier hysteresis
+    accumulators at 0. The volatility σ, the counted kills and the last kill's time (the idle
+    rule's start) are kept: the volatility is the player's long-run consistency, not form."""
+    return Glicko2State(
+        toward_mean(state.rating, pool_mean, reset.keep),
+        raised_capped(state.rd, reset.sigma_raise, config.rd0),
+        state.volatility, state.n, state.last_ts, state.tier, 0.0, 0.0, state.season,
+    )  # fmt: skip
+
+
 def win_probability(r_a: float, rd_a: float, r_b: float, rd_b: float) -> float:
     """P(a beats b) = E((r_a − r_b)/173.7178, 0, √(φ_a² + φ_b²))."""
     phi_a, phi_b = rd_a / SCALE, rd_b / SCALE
@@ -252,8 +275,28 @@ class Glicko2Model:
             config.tier_n_min, config.tier_h_req,
         )  # fmt: skip
         return Glicko2State(
-            new.rating, new.rd, new.volatility, new.n, new.last_ts, tier, h_up, h_down
+            new.rating, new.rd, new.volatility, new.n, new.last_ts, tier, h_up, h_down, old.season
         )
+
+    def season_reset(
+        self, state: Glicko2State, pool_mean: float, reset: SeasonReset
+    ) -> Glicko2State:
+        return season_reset(state, pool_mean, reset, self.config)
+
+    def season_step(self, state: Glicko2State, ts: int, seasons: SeasonSchedule) -> Glicko2State:
+        season, crossed = seasons_crossed(seasons, state.season, ts)
+        if season == state.season:
+            return state
+        if state.n:
+            for start in crossed:
+                state = season_reset(state, start.pool_mean, start.reset, self.config)
+        return msgspec.structs.replace(state, season=season)
+
+    def in_season(self, state: Glicko2State, seasons: SeasonSchedule, season: int) -> bool:
+        return state.season >= season
+
+    def default_sigma_raise(self) -> float:
+        return self.config.rd0 * SIGMA_RAISE_SHARE
 
     def display(self, state: Glicko2State) -> float:
         return state.rating - self.config.display_k * state.rd
@@ -265,18 +308,21 @@ class Glicko2Model:
         return state.last_ts
 
     def to_fields(self, state: Glicko2State) -> HashFields:
-        """mu: r, sigma: RD, tier, state: [σ (volatility), h_up, h_down]."""
+        """mu: r, sigma: RD, tier, state: [σ (volatility), h_up, h_down, season] (season left
+        out while 0)."""
         return (
             state.rating, state.rd, state.n, state.last_ts, state.tier, EMPTY_WINDOW,
-            _ENCODE((state.volatility, state.h_up, state.h_down)),
+            packed_state(state.season, state.volatility, state.h_up, state.h_down),
         )  # fmt: skip
 
     def from_fields(self, fields: HashFields) -> Glicko2State:
         rating, rd, n, last_ts, tier, window, packed = fields
         no_window(window)
-        volatility, h_up, h_down = _VOLATILITY.decode(packed)
+        items = GLICKO2_ITEMS.decode(packed)
+        volatility, h_up, h_down = items.volatility, items.h_up, items.h_down
         in_domain("rating", rating)
         in_domain("rd", rd, positive=True)
         in_domain("volatility", volatility, positive=True)
         in_tiers(tier, h_up, h_down)
-        return Glicko2State(rating, rd, volatility, n, last_ts, tier, h_up, h_down)
+        season_in_domain(items.season)
+        return Glicko2State(rating, rd, volatility, n, last_ts, tier, h_up, h_down, items.season)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Protocol, TypeVar
 
+from engine._season import SeasonReset, SeasonSchedule
 from engine._state import Snapshot
 
 S = TypeVar("S")
@@ -87,6 +88,28 @@ class RatingModel(Protocol[S]):
     ) -> Outcome[S]:
         """Apply one counted kill "a kills b at ts"; S and P include a and b at their stored
         state. `pair_last`: the pair's last counted a→b time (ADR's opt-in repeat_window)."""
+        ...
+
+    def season_reset(self, state: S, pool_mean: float, reset: SeasonReset) -> S:
+        """A new season's soft reset in the model's own scale (docs/models.md, "Seasons"): the
+        rating toward `pool_mean` by `reset.keep`, the uncertainty raised in quadrature by
+        `reset.sigma_raise` up to the model's initial one, the tier hysteresis at 0."""
+        ...
+
+    def season_step(self, state: S, ts: int, seasons: SeasonSchedule) -> S:
+        """`state` as a counted event at ts rates it: after the soft reset of every season start
+        it crosses, exactly once per player and season whatever the order of the events (late
+        ones included), or `state` itself (the same object) when it crosses none."""
+        ...
+
+    def in_season(self, state: S, seasons: SeasonSchedule, season: int) -> bool:
+        """Whether the player's largest counted event time is in season `season` or a later one
+        (the live board of season `season` ranks it)."""
+        ...
+
+    def default_sigma_raise(self) -> float:
+        """`sigma_raise` when the operator names none: the same share of the initial
+        uncertainty as ADR's 100 of 350 (0 for Elo, which has none)."""
         ...
 
     def display(self, state: S) -> float:

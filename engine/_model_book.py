@@ -6,9 +6,11 @@ kills, bad times and empty ids rejected; the watermark W (max ts accepted) and l
 W − lateness_ms rejected as late); the a→b cooldown (§2.1, `Params.t_cooldown`, ADR's parameter,
 whatever the model); snapshots before a counted event at t when none exists yet or t − last ≥
 calibrate_every_ms, over the model's display rating of the active players (activity time +
-T_active > t, §2.3). The book keeps the pool's S and P as the model needs them and the model's
-states. With AdrModel it gives RatingBook's states bit for bit
-(tests/engine/test_engine_model_book.py).
+T_active > t, §2.3). Seasons (`seasons`, engine/_season.py) as RatingBook applies them: before a
+counted event is rated, each of its players takes the model's `season_step` (the soft reset of
+every season start the event crosses, once per player and season). The book keeps the pool's S
+and P as the model needs them and the model's states. With AdrModel it gives RatingBook's states
+bit for bit, seasons included (tests/engine/test_engine_model_book.py).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from engine._counting import (
 )
 from engine._errors import EngineError
 from engine._model import RatingModel
+from engine._season import NO_SEASONS, SeasonSchedule, ladder_of
 from engine._state import Snapshot
 from engine.params import Params
 
@@ -43,12 +46,15 @@ class ModelBook(Generic[S]):
         calibrate_every_ms: int = DEFAULT_CALIBRATE_EVERY_MS,
         fixed_snapshot: Snapshot | None = None,
         lateness_ms: int = DEFAULT_LATENESS_MS,
+        seasons: SeasonSchedule = NO_SEASONS,
     ) -> None:
         """`params`: the pool's rules (t_cooldown, T_active, the tier shares of the snapshot);
         for ADR, the model's own Params. ParamError for pair_decay: no pair loads kept here."""
         params.refuse_pair_decay("ModelBook (adr evaluate --events, a book of --model)")
         self.model = model
         self.params = params
+        self.seasons = seasons
+        self._newest_counted: int | None = None  # the largest counted ts (the ladder's season)
         self.calibrate_every_ms = calibrate_every_ms
         self.lateness_ms = lateness_ms
         self._new_display = model.display(model.new_player())
@@ -75,6 +81,13 @@ class ModelBook(Generic[S]):
     @property
     def watermark(self) -> int | None:
         return self._counting.watermark
+
+    @property
+    def ladder(self) -> int:
+        """The season the live ladder shows: that of the largest counted event time (0: the
+        first; docs/api.md, "Seasons")."""
+        newest = self._newest_counted
+        return 0 if newest is None else ladder_of(self.seasons, newest)
 
     def is_late(self, ts: int) -> bool:
         return self._counting.is_late(ts)
@@ -135,6 +148,10 @@ class ModelBook(Generic[S]):
                 state = model.new_player()
                 units += model.units(state)
                 count += 1
+            if self.seasons.starts:  # the soft reset the event would take first
+                stepped = model.season_step(state, ts, self.seasons)
+                units += model.units(stepped) - model.units(state)
+                state = stepped
             pair.append(state)
         return model.predict(pair[0], pair[1], ts, units, count, self._snapshot_at(ts))
 
@@ -160,6 +177,12 @@ class ModelBook(Generic[S]):
         if ib is None:
             ib = self._track(victim)
         states = self._states
+        if self.seasons.starts:
+            self._season_step(ia, ts)
+            self._season_step(ib, ts)
+        newest = self._newest_counted
+        if newest is None or ts > newest:
+            self._newest_counted = ts
         out = self.model.rate(
             states[ia], states[ib], ts, self._units, len(states), counting.snapshot, last
         )
@@ -171,6 +194,15 @@ class ModelBook(Generic[S]):
         return COUNTED
 
     # -- internals ------------------------------------------------------------------------------
+
+    def _season_step(self, i: int, ts: int) -> None:
+        """The model's season_step on player i; S follows the new uncertainty."""
+        model = self.model
+        state = self._states[i]
+        stepped = model.season_step(state, ts, self.seasons)
+        if stepped is not state:
+            self._units += model.units(stepped) - model.units(state)
+            self._states[i] = stepped
 
     def _track(self, player: str) -> int:
         state = self.model.new_player()

@@ -88,6 +88,10 @@ class SeasonSchedule(msgspec.Struct, frozen=True, gc=False):
 
 NO_SEASONS: Final = SeasonSchedule()
 
+SIGMA_RAISE_SHARE: Final = 2.0 / 7.0
+"""The default `sigma_raise` of the models with an uncertainty, as a share of their initial one:
+ADR's default, 100 of σ0 = 350 (SeasonReset), so each model's season raises it alike."""
+
 
 def ladder_of(schedule: SeasonSchedule, ts: int) -> int:
     """The season an event at `ts` falls in: how many starts lie at or before `ts` (0: the
@@ -122,13 +126,33 @@ def season_step(
     return state
 
 
+def toward_mean(mu: float, pool_mean: float, keep: float) -> float:
+    """m + keep·(μ − m), in every model's own rating scale: one correctly rounded operation at a
+    time, then kept between μ and m (exact min/max)."""
+    moved = pool_mean + keep * (mu - pool_mean)
+    # Rounding can carry m + keep·(μ − m) past μ (μ = 2e-115, m = 1, keep = 1 gives 0.0): keep it
+    # between the two, so the reset never moves a rating away from the mean.
+    return min(max(moved, min(mu, pool_mean)), max(mu, pool_mean))
+
+
+def raised(sigma: float, sigma_raise: float) -> float:
+    """√(σ² + c²): the uncertainty raised in quadrature (sqrt is correctly rounded)."""
+    return math.sqrt(sigma * sigma + sigma_raise * sigma_raise)
+
+
+def raised_capped(sigma: float, sigma_raise: float, cap: float) -> float:
+    """The models' σ' = max(σ, min(√(σ² + c²), cap)): raised, at most to the model's initial
+    uncertainty `cap`, and never lowered (a σ already above the cap, which Glicko-2's idle
+    growth up to rd_max > rd0 can leave, stays as it is)."""
+    return max(sigma, min(raised(sigma, sigma_raise), cap))
+
+
 def reset_scalars(
     mu: float, sigma: float, pool_mean: float, reset: SeasonReset, params: Params
 ) -> tuple[float, float]:
     """(μ', σ') of the soft reset (module docstring), each one correctly rounded operation."""
+    # toward_mean and raised, written out: ADR's reset runs on the consumer's compiled path
     moved = pool_mean + reset.keep * (mu - pool_mean)
-    # Rounding can carry m + keep·(μ − m) past μ (μ = 2e-115, m = 1, keep = 1 gives 0.0): keep it
-    # between the two, so the reset never moves a rating away from the mean (exact min/max).
     mu = min(max(moved, min(mu, pool_mean)), max(mu, pool_mean))
     sigma = math.sqrt(sigma * sigma + reset.sigma_raise * reset.sigma_raise)
     return (
@@ -151,3 +175,18 @@ def soft_reset(
         h_up=0.0,
         h_down=0.0,
     )
+
+
+def seasons_crossed(
+    schedule: SeasonSchedule, season: int, ts: int
+) -> tuple[int, tuple[SeasonStart, ...]]:
+    """The rule of the models other than ADR, which store the season a player is in (the season
+    of its largest counted event time, 0 by default) instead of reading it from `recent`: an
+    event at `ts` in a later season than `season` moves the player to it, through the starts it
+    crosses (their resets, in order, for a player with a counted event); an event of the same or
+    an earlier season (late, within the lateness) moves nothing. Returns (the season after the
+    event, the starts crossed)."""
+    target = ladder_of(schedule, ts)
+    if target <= season:
+        return season, ()
+    return target, schedule.starts[season:target]

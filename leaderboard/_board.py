@@ -150,6 +150,7 @@ class Board:
         self._r = client
         live = Keys.of(namespace)
         self._keys = live if season is None else live.archive(season)
+        self._archived = season is not None
         self._ties = ties
         self._around = _ReadOnlyScript(client, scripts.AROUND)
         self._page = _ReadOnlyScript(client, scripts.PAGE)
@@ -237,7 +238,11 @@ class Board:
         rank0, mu, tier, above = self._rank([self._keys.lb, self._keys.player(player)], [player])
         if mu is None:
             raise PlayerNotFound(f"no player {player!r}")
-        if self._model is not None:  # the display rating, from the hash through the codec
+        if self._model is not None and self._archived:  # the display rating at the close
+            mu = self._r.zscore(self._keys.lb, player)  # (the archive keeps the reader fields)
+            if mu is None:
+                raise PlayerNotFound(f"no player {player!r}")
+        elif self._model is not None:  # the display rating, from the hash through the codec
             mu = self._display(player)
         return Entry(
             self._rank_of(rank0, above),

@@ -83,7 +83,8 @@ COMPILED: Final = (
     "redis_layout/player_codec.py",
 )
 """The modules mypyc compiles (paths from the project root); the one list, read by setup.py.
-engine/_state.py and schemas/ stay interpreted: their classes are msgspec Structs."""
+engine/_state.py and schemas/ stay interpreted: their classes are msgspec Structs; so does
+engine/_packed_state.py, whose Structs need `array_like=True`, a class keyword mypyc drops."""
 MODULES: Final = tuple(path.removesuffix(".py").replace("/", ".") for path in COMPILED)
 NATIVE_SOURCE: Final = "adr_cli/_rebuild_core.c"
 """`adr rebuild`'s native batch core (docs/native.md): a C extension the compiled wheel carries

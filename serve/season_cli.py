@@ -4,7 +4,7 @@ the next season and schedule its start (serve/seasons.py); list the seasons; pri
 schedule (the file `adr replay --seasons` reads).
 
 Exit status: 0 done, 1 refused (the season is archived already, the start is not after the
-accepted events, the last scheduled season has not started, the pool's model is not ADR), 2
+accepted events, the last scheduled season has not started, a --sigma-raise for an Elo pool), 2
 usage, 3 Redis unreachable or failed.
 """
 
@@ -57,7 +57,8 @@ class _Pool:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.epilog = (
         "exit status: 0 done, 1 refused (archived already, start not after the accepted "
-        "events, last season not started, not an ADR pool), 2 usage, 3 Redis failed"
+        "events, last season not started, --sigma-raise for an elo pool), 2 usage, 3 Redis "
+        "failed"
     )
     add_settings_arguments(parser, _Pool, config_file=False)
     actions = parser.add_subparsers(dest="action", metavar="ACTION", help="what to do")
@@ -92,17 +93,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     close.add_argument(
         "--sigma-raise",
         type=float,
-        default=defaults.sigma_raise,
+        default=None,
         metavar="C",
-        help=f"uncertainty added in quadrature, sigma' = sqrt(sigma^2 + C^2) (default "
-        f"{defaults.sigma_raise})",
+        help="uncertainty added in quadrature, sigma' = sqrt(sigma^2 + C^2), in the model's own "
+        f"scale, up to its initial uncertainty for a model other than adr (default: 2/7 of the "
+        f"initial uncertainty: {defaults.sigma_raise} for adr and glicko2, 2.38 for trueskill "
+        "and weng-lin; elo has none: 0, the only value it takes)",
     )
     close.add_argument(
         "--pool-mean",
         type=float,
         metavar="MU",
-        help="the mean the reset pulls toward (default: the tier job's published mean of the "
-        "active players, else mu0)",
+        help="the mean the reset pulls toward, in the model's scale (default, adr: the tier "
+        "job's published mean of the active players, else mu0; another model: the mean "
+        "rating (the mu field) of the players on the live board, else its initial rating)",
     )
     actions.add_parser("list", help="the closed seasons and the current one, as JSON")
     actions.add_parser(
@@ -117,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "close":
             check_season_id(args.season)
             check_season_id(args.next_id)
-            reset = SeasonReset(args.keep, args.sigma_raise)
+            SeasonReset(args.keep, args.sigma_raise or 0.0)  # checked before Redis is read
             if args.pool_mean is not None and not math.isfinite(args.pool_mean):
                 raise SeasonError("--pool-mean must be a finite number")
             start_ms = args.next_start_ms
@@ -132,12 +136,14 @@ def run(args: argparse.Namespace) -> int:
         if args.action == "close":
             players = close_season(
                 client, pool.namespace, args.season, args.next_id, start_ms=start_ms,
-                reset=reset, pool_mean=args.pool_mean, topics=(pool.topic,),
+                keep=args.keep, sigma_raise=args.sigma_raise, pool_mean=args.pool_mean,
+                topics=(pool.topic,),
             )  # fmt: skip
             start = season_schedule(client, pool.namespace).starts[-1]
             print(json.dumps({
                 "closed": args.season, "players": players, "current": args.next_id,
                 "starts_at_ms": start.start_ms, "pool_mean": start.pool_mean,
+                "keep": start.reset.keep, "sigma_raise": start.reset.sigma_raise,
             }))  # fmt: skip
         elif args.action == "schedule":
             print(encode_schedule(season_schedule(client, pool.namespace)))

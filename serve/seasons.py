@@ -13,24 +13,41 @@ have accepted (the largest watermark + 1), or a later T the operator names. The 
 schedule with every batch: a player's first counted event at or after T takes the soft reset
 (engine.season_step), and the first such event starts the new season's live board. The close is
 refused when T is not after every accepted event time (an event already rated must not fall in
-the new season), when the season the last close scheduled has not started yet, and for a pool
-whose model is not ADR (only ADR has a soft reset). The pool mean the reset pulls toward is the
-tier job's published μ̄_A (`{ns}:snapshot`), else μ0, unless given; it is written into the
-schedule, so `adr replay --seasons` uses the same bits.
+the new season) and when the season the last close scheduled has not started yet.
+
+Every model has a soft reset, in its own scale (RatingModel.season_reset, docs/models.md,
+"Seasons"). The pool mean the reset pulls toward, unless given: for ADR the tier job's published
+μ̄_A (`{ns}:snapshot`), else μ0; for another model the mean of the `mu` field (its rating: Elo's
+and Glicko-2's r, TrueSkill's and Weng–Lin's μ) of the players on the live board, the placed
+players the close archives (the tier job's published mean is of the display rating, which for
+TrueSkill is μ − 3σ: not the scale the reset moves μ in), else the model's initial rating. The
+default `sigma_raise` is the model's (RatingModel.default_sigma_raise: the same share of its
+initial uncertainty as ADR's 100 of 350; Elo, without one, refuses a raise). Both are written
+into the schedule, so `adr replay --seasons` uses the same bits.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 import time
 from collections.abc import Sequence
-from typing import Final
+from typing import Any, Final
 
 import redis
 
-from engine import EngineError, Params, SeasonReset, SeasonSchedule, SeasonStart
-from redis_layout import CorruptValue, Keys, decode_snapshot, pool_model, scripts
+from engine import (
+    MODELS,
+    EngineError,
+    Params,
+    RatingModel,
+    SeasonReset,
+    SeasonSchedule,
+    SeasonStart,
+    model_named,
+)
+from redis_layout import CorruptValue, Keys, decode_snapshot, pool_model_parameters, scripts
 from redis_layout.season_schedule import decode_schedule, encode_schedule
 from serve._errors import ServeError
 
@@ -40,9 +57,12 @@ SEASON_ID: Final = re.compile(r"[A-Za-z0-9._-]{1,32}")
 
 class SeasonError(ServeError):
     """A season id that is not one, a season archived already, or a close refused (the start
-    not after the accepted events, the last scheduled season not started, not an ADR pool)."""
+    not after the accepted events, the last scheduled season not started, a raise of Elo's
+    uncertainty, which it has none of)."""
 
 
+_MEAN_CHUNK: Final = 10_000
+"""Players per pipelined round trip when the close reads a model pool's ratings for its mean."""
 _RETRIES: Final = 5
 """How often a close with the default start reads again when a consumer moved a watermark past
 the start it computed (or the schedule changed) between its read and its script."""
@@ -79,11 +99,14 @@ def close_season(
     reset: SeasonReset | None = None,
     pool_mean: float | None = None,
     topics: Sequence[str] = ("kill-events",),
+    keep: float | None = None,
+    sigma_raise: float | None = None,
 ) -> int:
     """Archive the live board as `season_id`, name `next_id` current and schedule its start at
     event time `start_ms` (None: just after every event time accepted on `topics`) with `reset`
-    toward `pool_mean` (None: the published μ̄_A, else μ0); returns the number of placed players
-    archived. SeasonError if refused (module docstring)."""
+    (None: `keep` and `sigma_raise`, each None for its default, the model's for sigma_raise)
+    toward `pool_mean` (None: the model's pool mean, module docstring); returns the number of
+    placed players archived. SeasonError if refused (module docstring)."""
     check_season_id(season_id)
     check_season_id(next_id)
     if season_id == next_id:
@@ -91,9 +114,20 @@ def close_season(
     if start_ms is not None and not 0 <= start_ms < 2**53:
         raise SeasonError(f"the next season's start must be an event time in ms, got {start_ms}")
     keys = Keys.of(namespace)
-    model = pool_model(client, keys)
-    if model != "adr":
-        raise SeasonError(f"the pool runs {model}: seasons (the soft reset) are ADR's only")
+    model = _pool_model(client, keys)
+    if reset is None:
+        try:
+            reset = SeasonReset(
+                SeasonReset().keep if keep is None else keep,
+                model.default_sigma_raise() if sigma_raise is None else sigma_raise,
+            )
+        except EngineError as exc:
+            raise SeasonError(str(exc)) from None
+    if model.name == "elo" and reset.sigma_raise:
+        raise SeasonError(
+            "the pool runs elo, which has no uncertainty to raise: --sigma-raise must be 0 "
+            "(docs/models.md, Seasons)"
+        )
     closed_at = int(time.time() * 1000) if now_ms is None else now_ms
     watermark_keys = [keys.watermarks(t) for t in topics]
     if client.exists(keys.pop) and not client.exists(*watermark_keys):
@@ -115,10 +149,10 @@ def close_season(
         if start is None:
             accepted = _largest_watermark(client, watermark_keys)
             start = 0 if accepted is None else accepted + 1
-        mean = _pool_mean(client, keys) if pool_mean is None else pool_mean
+        mean = _pool_mean(client, keys, model) if pool_mean is None else pool_mean
         try:
             new = SeasonSchedule(
-                (*schedule.starts, SeasonStart(next_id, start, mean, reset or SeasonReset())),
+                (*schedule.starts, SeasonStart(next_id, start, mean, reset)),
                 version=version + 1,
             )
         except EngineError as exc:
@@ -185,13 +219,44 @@ def _largest_watermark(client: redis.Redis, watermark_keys: list[str]) -> int | 
     return largest
 
 
-def _pool_mean(client: redis.Redis, keys: Keys) -> float:
-    """μ̄_A as the tier job last published it, else μ0 (nothing published yet)."""
+def _pool_model(client: redis.Redis, keys: Keys) -> RatingModel[Any]:
+    """The pool's model built from the parameters `{ns}:model` records (ADR: the default
+    Params, of which only the default raise is read)."""
+    name, parameters = pool_model_parameters(client, keys)
+    if name == MODELS[0]:
+        return model_named(name)
     try:
-        decoded = decode_snapshot(client.hgetall(keys.snapshot), keys.snapshot)
-    except CorruptValue:
-        decoded = None
-    return Params().mu0 if decoded is None else decoded[1].mean_mu_active
+        return model_named(name, parameters)
+    except EngineError as exc:
+        raise SeasonError(f"{keys.model}: {exc}") from None
+
+
+def _pool_mean(client: redis.Redis, keys: Keys, model: RatingModel[Any]) -> float:
+    """ADR: μ̄_A as the tier job last published it, else μ0 (nothing published yet). Another
+    model: the mean of the `mu` field of the players on the live board (module docstring),
+    correctly rounded (math.fsum), else its initial rating (nobody placed yet)."""
+    if model.name == MODELS[0]:
+        try:
+            decoded = decode_snapshot(client.hgetall(keys.snapshot), keys.snapshot)
+        except CorruptValue:
+            decoded = None
+        return Params().mu0 if decoded is None else decoded[1].mean_mu_active
+    ratings: list[float] = []
+    members = client.zrange(keys.lb, 0, -1)
+    for i in range(0, len(members), _MEAN_CHUNK):
+        pipe = client.pipeline(transaction=False)
+        for member in members[i : i + _MEAN_CHUNK]:
+            pipe.hget(keys.player_prefix + _text(member), "mu")
+        for value in pipe.execute():
+            try:
+                rating = float(value)
+            except (TypeError, ValueError):
+                continue  # a member without a readable hash: left out of the mean
+            if math.isfinite(rating):
+                ratings.append(rating)
+    if not ratings:
+        return float(model.to_fields(model.new_player())[0])
+    return math.fsum(ratings) / len(ratings)
 
 
 def closed_seasons(client: redis.Redis, namespace: str) -> list[ClosedSeason]:

@@ -6,13 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from test_replay_cli import T0, _assert_same, _events, _expected, _read, _write_jsonl
 
 from adr_cli.main import main
-from engine import Params, SeasonReset, SeasonSchedule, SeasonStart
+from engine import ModelBook, Params, SeasonReset, SeasonSchedule, SeasonStart, model_named
 from redis_layout.season_schedule import decode_schedule, encode_schedule
 
 HOUR = 3_600_000
@@ -87,25 +88,42 @@ def test_a_bad_seasons_file_exits_2(tmp_path: Path, text: str) -> None:
     assert not out.exists()
 
 
-def test_seasons_with_another_model_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    events = _events(30)
+@pytest.mark.parametrize("name", ["elo", "glicko2", "trueskill", "weng-lin"])
+def test_seasons_with_another_model_are_its_book_with_them(tmp_path: Path, name: str) -> None:
+    """`--model X --seasons FILE`: ModelBook with that schedule, each reset in the model's own
+    scale (a pool mean near its initial rating, its default raise)."""
+    events = _events(600, players=20)
     src = _write_jsonl(tmp_path / "events.jsonl", events)
-    (tmp_path / "s.json").write_text(encode_schedule(_schedule(events)))
-    args = [
-        "replay",
-        str(src),
-        "--out-dir",
-        str(tmp_path / "o"),
-        "--seasons",
-        str(tmp_path / "s.json"),
-    ]
-    assert main([*args, "--model", "elo"]) == 2
-    assert "adr only" in capsys.readouterr().err
+    model = model_named(name)
+    initial = float(model.to_fields(model.new_player())[0])
+    reset = SeasonReset(0.5, model.default_sigma_raise())
+    schedule = SeasonSchedule(
+        tuple(
+            SeasonStart(s.id, s.start_ms, initial + k + 0.25, reset)
+            for k, s in enumerate(_schedule(events).starts)
+        ),
+        version=2,
+    )
+    (tmp_path / "s.json").write_text(encode_schedule(schedule))
+    out = tmp_path / "o"
+    args = ["replay", str(src), "--out-dir", str(out), "--model", name]
+    assert main([*args, "--seasons", str(tmp_path / "s.json")]) == 0
+    book = ModelBook(model, Params(), seasons=schedule)
+    plain = ModelBook(model, Params())
+    for e in events:
+        for b in (book, plain):
+            b.apply(str(e["id"]), str(e["attacker"]), str(e["victim"]), int(e["ts"]))  # type: ignore[call-overload]
+    players, population = _read(out)
+    assert [p["player"] for p in players] == [p for p, _ in book.iter_players()]
+    for record in players:
+        state = book.player(str(record.pop("player")))
+        assert record.pop("display") == model.display(state)
+        assert record == msgspec.structs.asdict(state)  # floats as repr: the same 64 bits
+    assert population["season"] == book.ladder == 2
+    assert {p["season"] for p in players} >= {2}
+    assert book.players() != plain.players()  # the resets changed ratings
     (tmp_path / "none.json").write_text(encode_schedule(SeasonSchedule()))
-    args[-1] = str(tmp_path / "none.json")  # no season started: any model
-    assert main([*args, "--model", "elo"]) == 0
+    assert main([*args, "--seasons", str(tmp_path / "none.json")]) == 0  # none started
 
 
 @given(

@@ -22,6 +22,7 @@ from consumer.config import Config
 from consumer.pipeline import Pipeline
 from engine import (
     AdrModel,
+    ModelBook,
     Params,
     RatingBook,
     SeasonReset,
@@ -29,7 +30,6 @@ from engine import (
     SeasonStart,
     model_named,
     model_parameters,
-    season_start_ms,
 )
 from redis_layout import Keys, PoolRebuilding, model_stamp
 from redis_layout.layout import UnknownLayout, check_layout
@@ -508,7 +508,7 @@ def test_usage_errors_exit_2_before_touching_kafka_or_redis(tmp_path: Path) -> N
             "--redis-url", "redis://127.0.0.1:1", "--namespace", "n", "--group", "g"]  # fmt: skip
     bad_snapshot = tmp_path / "bad.json"
     bad_snapshot.write_text("{}")
-    seasons = tmp_path / "seasons.json"  # one season start: a schedule only adr's book applies
+    seasons = tmp_path / "seasons.json"  # one season start: the native core applies none
     seasons.write_text(encode_schedule(SeasonSchedule((SeasonStart("s2", 1_000, 1000.0),), 1)))
     for extra in (["--param", "no_such=1"], ["--snapshot", str(bad_snapshot)],
                   ["--commands-per-round", "0"], ["--lateness-ms", "-1"],
@@ -517,7 +517,7 @@ def test_usage_errors_exit_2_before_touching_kafka_or_redis(tmp_path: Path) -> N
                   ["--model", "glicko3"], ["--model-param", "k=24"],  # adr takes --param
                   ["--model", "elo", "--model-param", "no_such=1"],
                   ["--model", "elo", "--core", "native"],  # the core rates adr only
-                  ["--model", "elo", "--seasons", str(seasons)]):  # fmt: skip
+                  ["--seasons", str(seasons), "--core", "native"]):  # fmt: skip
         done = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2, (extra, done.stderr[-2000:])
         assert '"event":"usage"' in done.stderr
@@ -657,17 +657,22 @@ def test_the_documented_model_switch_runs_as_written(
     client.close()
 
 
+@pytest.mark.parametrize("name", ["adr", "glicko2"])
 def test_a_rebuild_with_seasons_is_the_replay_with_them_and_the_consumer_continues(
-    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path, name: str
 ) -> None:
     params = Params()
+    model = model_named(name)
+    adr = name == "adr"
     events = S.events(9_000, players=800, arenas=30, seed=37)
     first, more = events[:6_000], events[6_000:]
     times = sorted(e.ts for e in first)
+    shift = 0.0 if adr else 500.0  # the pool means in the model's scale (Glicko-2: r near 1500)
+    raise_ = 1.0 if adr else model.default_sigma_raise() / 100.0
     schedule = SeasonSchedule(
         (
-            SeasonStart("s2", times[2_000] + 1, 1004.5, SeasonReset(0.5, 110.0)),
-            SeasonStart("s3", times[5_990] + 1, 997.25, SeasonReset(0.25, 60.0)),
+            SeasonStart("s2", times[2_000] + 1, 1004.5 + shift, SeasonReset(0.5, 110.0 * raise_)),
+            SeasonStart("s3", times[5_990] + 1, 997.25 + shift, SeasonReset(0.25, 60.0 * raise_)),
         ),
         version=2,
     )
@@ -679,20 +684,34 @@ def test_a_rebuild_with_seasons_is_the_replay_with_them_and_the_consumer_continu
     client = redis.Redis.from_url(redis_url)
     done = subprocess.run(
         _rebuild_cmd(kafka_bootstrap, redis_url, ns, topic, group, _snapshot_file(tmp_path),
-                     "--seasons", str(tmp_path / "seasons.json")),
+                     "--seasons", str(tmp_path / "seasons.json"), "--model", name),
         capture_output=True, text=True, timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
 
     def assert_pool(evs: list) -> None:  # type: ignore[type-arg]
-        book = RatingBook(params, fixed_snapshot=S.SNAPSHOT, seasons=schedule)
+        book = (
+            RatingBook(params, fixed_snapshot=S.SNAPSHOT, seasons=schedule)
+            if adr
+            else ModelBook(model, params, fixed_snapshot=S.SNAPSHOT, seasons=schedule)
+        )
         for e in evs:
             book.apply(e.id, e.attacker, e.victim, e.ts)
-        stored = {p: s for p, (s, _v) in S.redis_players(client, keys).items()}
+        if adr:
+            stored = {p: s for p, (s, _v) in S.redis_players(client, keys).items()}
+        else:
+            stored = {}
+            for raw in client.scan_iter(match=keys.match_players, count=5000):
+                fields = decode_fields(client.hmget(raw, list(READ_FIELDS)), raw.decode())
+                assert fields is not None
+                stored[raw.decode()[len(keys.player_prefix) :]] = model.from_fields(fields[0])
         assert stored == book.players()
         assert int(client.hget(keys.season_schedule, "ladder") or 0) == book.ladder
-        since = season_start_ms(schedule, book.ladder) or 0
-        board = {p: s.mu for p, s in stored.items() if s.tier and s.recent[-1] >= since}
+        board = {
+            p: (s.mu if adr else model.display(s))
+            for p, s in stored.items()
+            if model.tier(s) and model.in_season(s, schedule, book.ladder)
+        }
         assert {m.decode(): v for m, v in client.zrange(keys.lb, 0, -1, withscores=True)} == board
         counts = {k.decode(): int(v) for k, v in client.hgetall(keys.tier_counts).items() if int(v)}
         assert sum(counts.values()) == len(board) > 0
@@ -704,7 +723,7 @@ def test_a_rebuild_with_seasons_is_the_replay_with_them_and_the_consumer_continu
         bootstrap_servers=kafka_bootstrap, redis_url=redis_url, namespace=ns, topic=topic,
         group=group, rating_topic=f"{topic}-ratings", dlq_topic=f"{topic}-dlq",
     )  # fmt: skip
-    consumer = S.start_threaded(config, params)
+    consumer = S.start_threaded(config, params, model=None if adr else model)
     try:
         S.wait_applied(client, keys, topic, {0: len(events)}, 240, alive=consumer.thread.is_alive)
     finally:

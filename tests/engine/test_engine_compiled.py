@@ -83,7 +83,7 @@ MODELS = r"""
 import random, sys, msgspec
 from runtime import compiled
 assert compiled.activate().startswith(sys.argv[1]), compiled.state()
-from engine import Snapshot, initial_snapshot, model_named
+from engine import SeasonReset, SeasonSchedule, SeasonStart, Snapshot, initial_snapshot, model_named
 DAY = 86_400_000
 name, _, rule = sys.argv[2].partition(":")
 given = {} if name == "adr" else {"tier_n_min": 5, **({"k_rule": rule} if rule else {})}
@@ -97,21 +97,30 @@ rng = random.Random(20261205)
 states = {f"p{i}": model.new_player() for i in range(40)}
 total = sum(model.units(s) for s in states.values())
 ts = 1_700_000_000_000
+mu0 = float(model.to_fields(model.new_player())[0])
+seasons = SeasonSchedule(tuple(  # two season starts: every model's soft reset runs compiled too
+    SeasonStart(f"s{k}", ts + k * 700_000_000_000, mu0 + k,
+                SeasonReset(0.5, model.default_sigma_raise())) for k in (1, 2)), version=2)
 out = []
 for i in range(20_000):
     ts += rng.choice([0, 1, 700, 30_000, 3_600_000, DAY + 1, 8 * DAY])
     at = ts - (rng.randrange(900_000) if rng.random() < 0.05 else 0)  # some out of order
     a, b = rng.sample(sorted(states), 2)
-    p = model.predict(states[a], states[b], at, total, len(states), snapshot)
-    kill = model.rate(states[a], states[b], at, total, len(states), snapshot)
+    sa, sb = model.season_step(states[a], at, seasons), model.season_step(states[b], at, seasons)
+    total += model.units(sa) - model.units(states[a]) + model.units(sb) - model.units(states[b])
+    p = model.predict(sa, sb, at, total, len(states), snapshot)
+    kill = model.rate(sa, sb, at, total, len(states), snapshot)
     assert kill.p_ab == p
     states[a], states[b], total = kill.attacker, kill.victim, total + kill.sigma_units_delta
-    out.append((p, model.display(kill.attacker), list(model.to_fields(kill.victim))))
+    fields = model.to_fields(kill.victim)
+    assert model.from_fields(fields) == kill.victim  # the codec, seasons included, compiled
+    out.append((p, model.display(kill.attacker), list(fields)))
 out.append([(player, state) for player, state in sorted(states.items())])
 sys.stdout.buffer.write(msgspec.msgpack.encode(out))
 """
 """Every rating model through the RatingModel seam: P, display ratings and hash fields (the
-models other than ADR with tier boundaries, so their tier placement runs compiled too)."""
+models other than ADR with tier boundaries, so their tier placement runs compiled too), with
+two season starts (each model's season_step and soft reset)."""
 
 
 def _replay(

@@ -235,3 +235,31 @@ def test_a_start_is_crossed_once_vectors() -> None:
 def test_bad_schedules_are_refused(starts: tuple[SeasonStart, ...]) -> None:
     with pytest.raises(ParamError):
         SeasonSchedule(starts)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_streams())
+def test_predict_is_the_p_the_event_is_rated_with(
+    stream: tuple[list[tuple[str, str, int]], SeasonSchedule],
+) -> None:
+    """RatingBook.predict before a counted event: its P_ab after the soft reset the event takes
+    (rate_kill on the stepped states, S following their σ)."""
+    events, schedule = stream
+    book = RatingBook(SMALL, fixed_snapshot=SNAP, seasons=schedule)
+    for i, (a, b, ts) in enumerate(events):
+        if a == b:
+            book.apply(str(i), a, b, ts)
+            continue
+        p = book.predict(a, b, ts)
+        units, count = book.total_sigma_units, len(book)
+        pair = []
+        for x in (a, b):
+            state = book.player(x)
+            if state is None:
+                state, count = new_player(SMALL), count + 1
+                units += sigma_units(SMALL.sigma0, SMALL)
+            stepped = season_step(state, ts, schedule, SMALL)
+            units += sigma_units(stepped.sigma, SMALL) - sigma_units(state.sigma, SMALL)
+            pair.append(stepped)
+        if book.apply(str(i), a, b, ts) == COUNTED:
+            assert p == rate_kill(pair[0], pair[1], ts, units, count, SNAP, SMALL).p_ab

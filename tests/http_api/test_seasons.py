@@ -5,19 +5,31 @@ refuses an id archived already, names the next season; `adr serve` serves the ar
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 import threading
 from collections.abc import Callable
+from typing import Any
 
+import msgspec
 import pytest
 import redis
 from litestar.testing import TestClient
 from prometheus_client import CollectorRegistry
 
-from engine import SeasonReset, SeasonSchedule, SeasonStart
+from engine import (
+    TIER_LABELS,
+    SeasonReset,
+    SeasonSchedule,
+    SeasonStart,
+    Snapshot,
+    model_named,
+    model_parameters,
+)
 from leaderboard import Board
 from redis_layout import Keys, model_stamp, stamp_layout, stamp_model
+from redis_layout.player_codec import FIELDS, model_values
 from redis_layout.season_schedule import decode_schedule
 from serve import Config, create_app
 from serve.seasons import (
@@ -103,6 +115,8 @@ def test_the_api_serves_a_closed_season_and_the_cli_closes_one(
         "current": "2026-s2",
         "starts_at_ms": 0,
         "pool_mean": 1000.0,
+        "keep": 0.5,
+        "sigma_raise": 100.0,
     }  # fmt: skip  (nothing counted yet: the next season starts at event time 0; μ0)
     again = subprocess.run([*env_argv, "close", "--season", "2026-s1", "--next", "x"],
                            capture_output=True, text=True, timeout=60)  # fmt: skip
@@ -166,15 +180,73 @@ def test_the_close_schedules_the_next_start_and_refuses_what_would_be_inexact(
     assert [s.id for s in season_schedule(redis_client, keys.namespace).starts] == ["b", "c"]
 
 
-def test_a_pool_of_another_model_has_no_seasons(
-    redis_client: redis.Redis, unique_name: Callable[[str], str]
+def _seed_model(client: redis.Redis, keys: Keys, name: str, n: int) -> list[Any]:
+    """A pool of model `name`: n placed players with real states of that model (rated against
+    each other), on the board by their display rating as the consumer writes it."""
+    model = model_named(name)
+    stamp_model(client, keys, model_stamp(name, model_parameters(model)))
+    snapshot = Snapshot(taken_at=None, mean_mu_active=0.0, boundaries=None, active_count=0)
+    states = [model.new_player() for _ in range(n)]
+    for k in range(3 * n):  # a round robin: different ratings and uncertainties
+        i, j = k % n, (k * 7 + 3) % n
+        if i != j:
+            out = model.rate(states[i], states[j], 1_000 + k, 0, n, snapshot)
+            states[i], states[j] = out.attacker, out.victim
+    pipe = client.pipeline()
+    for i, state in enumerate(states):
+        state = msgspec.structs.replace(state, tier=3 + i % 5)
+        states[i] = state
+        pid = f"p{i:04d}"
+        values = model_values(model.to_fields(state))
+        pipe.hset(keys.player(pid), mapping={**dict(zip(FIELDS, values, strict=False)), "ver": "1"})
+        pipe.zadd(keys.lb, {pid: model.display(state)})
+    pipe.execute()
+    stamp_layout(client, keys)
+    return states
+
+
+@pytest.mark.parametrize("name", ["glicko2", "trueskill"])
+def test_a_model_pool_closes_toward_its_mean_rating_and_serves_the_archive(
+    redis_client: redis.Redis, unique_name: Callable[[str], str], name: str
 ) -> None:
     keys = Keys(unique_name("season"))
-    _seed(redis_client, keys, 3)
-    stamp_model(redis_client, keys, model_stamp("elo", {"k": 32.0}))
-    with pytest.raises(SeasonError, match="ADR's only"):
-        close_season(redis_client, keys.namespace, "s1", "s2")
+    states = _seed_model(redis_client, keys, name, 12)
+    model = model_named(name)
+    assert close_season(redis_client, keys.namespace, "s1", "s2", now_ms=5) == 12
+    (start,) = season_schedule(redis_client, keys.namespace).starts
+    ratings = [model.to_fields(s)[0] for s in states]  # the `mu` field: r or μ, not the display
+    assert start.pool_mean == math.fsum(ratings) / 12
+    assert start.pool_mean != math.fsum(model.display(s) for s in states) / 12 or name == "glicko2"
+    assert start.reset == SeasonReset(0.5, model.default_sigma_raise())
+    redis_client.delete(keys.lb)  # the live board moves on; the archive not
+    config = Config(namespace=keys.namespace, max_page_size=50)
+    # best first, ties by id descending (the board's unique ranks)
+    by_display = sorted(range(12), key=lambda i: (model.display(states[i]), i), reverse=True)
+    with TestClient(create_app(config, redis_client, CollectorRegistry())) as api:
+        rows = api.get("/v1/seasons/s1/top", params={"limit": 50}).json()["rows"]
+        assert [r["player"] for r in rows] == [f"p{i:04d}" for i in by_display]
+        assert [r["mu"] for r in rows] == [model.display(states[i]) for i in by_display]
+        assert [r["tier"] for r in rows] == [TIER_LABELS[states[i].tier - 1] for i in by_display]
+        worst = by_display[-1]
+        rank = api.get("/v1/seasons/s1/rank", params={"player": f"p{worst:04d}"})
+        assert rank.status_code == 200, rank.text
+        assert (rank.json()["rank"], rank.json()["mu"]) == (12, model.display(states[worst]))
+
+
+def test_an_elo_pool_takes_no_uncertainty_raise(
+    redis_client: redis.Redis, redis_url: str, unique_name: Callable[[str], str]
+) -> None:
+    keys = Keys(unique_name("season"))
+    _seed_model(redis_client, keys, "elo", 4)
+    argv = [sys.executable, "-m", "adr_cli.main", "season", "--redis-url", redis_url,
+            "--namespace", keys.namespace, "close", "--season", "a", "--next", "b"]  # fmt: skip
+    raised = subprocess.run([*argv, "--sigma-raise", "5"], capture_output=True, text=True,
+                            timeout=60)  # fmt: skip
+    assert raised.returncode == 1 and "no uncertainty to raise" in raised.stderr
     assert redis_client.zcard(keys.seasons) == 0
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["sigma_raise"] == 0.0
 
 
 def test_a_close_naming_a_topic_the_pool_was_not_rated_from_is_refused(
