@@ -29,6 +29,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from adr_cli import _rebuild_log, _rebuild_native, _rebuild_pool, _rebuild_rate
 from adr_cli.replay import _read_snapshot, _seasons_for, _seconds_to_ms
 from consumer import ConsumerError
+from consumer.cli import refuse_offline_only
 from consumer.config import add_model_arguments, engine_params_from_args, model_from_args
 from engine import (
     MODELS,
@@ -200,6 +201,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         params = engine_params_from_args(args)  # adr consume's road: flags > env > file
+        refuse_offline_only(params)  # what no consumer could continue (pair_decay), adr's too
         model = model_from_args(args, params)
         fixed = _read_snapshot(args.snapshot) if args.snapshot is not None else None
         seasons = _seasons_for(args.seasons, model.name)

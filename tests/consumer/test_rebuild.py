@@ -503,6 +503,39 @@ def test_records_past_the_sweep_horizon_are_the_consumers(
     client_all.close()
 
 
+def test_an_adr_pool_with_pair_decay_is_refused_at_start_as_the_consumer_refuses_it(
+    tmp_path: Path,
+) -> None:
+    """`pair_decay` (`--profile general`) by flag, environment or config file: no consumer
+    could continue the pool (the consumer keeps no pair loads), so the rebuild of an ADR pool
+    exits 2 before it touches Kafka or Redis, with `adr consume`'s own refusal (one check,
+    consumer.cli.refuse_offline_only)."""
+    config = tmp_path / "adr.toml"
+    config.write_text('[params]\nprofile = "general"\n')
+    servers = ["--bootstrap-servers", "127.0.0.1:1", "--redis-url", "redis://127.0.0.1:1"]
+    rebuild = [sys.executable, "-m", "adr_cli.main", "rebuild", *servers, "--namespace", "n",
+               "--group", "g"]  # fmt: skip
+    consume = [sys.executable, "-m", "adr_cli.main", "consume", *servers]
+    road: list[tuple[list[str], dict[str, str]]] = [
+        (["--profile", "general"], {}),
+        (["--param", "pair_decay=600"], {}),
+        ([], {"ADR_PROFILE": "general"}),
+        (["--config", str(config)], {}),
+    ]
+    for extra, env in road:
+        said = []
+        for command, field in ((rebuild, "message"), (consume, "error")):
+            done = subprocess.run(
+                [*command, *extra], capture_output=True, text=True, timeout=60,
+                env={**os.environ, **env},
+            )  # fmt: skip
+            assert done.returncode == 2, (command[3], extra, done.stderr[-2000:])
+            lines = [json.loads(line) for line in done.stderr.splitlines() if line.strip()]
+            said.append([line[field] for line in lines if field in line])
+        assert said[0] == said[1] and len(said[0]) == 1, (extra, said)
+        assert "pair_decay=" in said[0][0] and "no pair load" in said[0][0], said
+
+
 def test_usage_errors_exit_2_before_touching_kafka_or_redis(tmp_path: Path) -> None:
     base = [sys.executable, "-m", "adr_cli.main", "rebuild", "--bootstrap-servers", "127.0.0.1:1",
             "--redis-url", "redis://127.0.0.1:1", "--namespace", "n", "--group", "g"]  # fmt: skip
