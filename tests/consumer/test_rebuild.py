@@ -35,7 +35,7 @@ from redis_layout import Keys, PoolRebuilding, model_stamp
 from redis_layout.layout import UnknownLayout, check_layout
 from redis_layout.player_codec import READ_FIELDS, decode_fields
 from redis_layout.season_schedule import encode_schedule
-from schemas import encode_kill_event
+from schemas import encode_kill_event, kill_event
 
 FIRST, MORE = 6_000, 2_000
 """The rebuilt part and the continuation: ~20 kills a player over 750 players (most placed, so
@@ -396,6 +396,64 @@ def test_the_consumers_parameters_reach_the_rebuild_and_its_other_settings_do_no
         consumer.stop()
     S.assert_as_replayed(client, keys, events, params)
     client.close()
+
+
+def test_the_consumers_pool_and_counting_settings_reach_the_rebuild_and_its_flags_win(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
+) -> None:
+    """`adr rebuild` reads the namespace, topic, group, lateness and future guard by the
+    consumer's road (flags > env > file > defaults): run with the consumer's environment and
+    file (top-level keys, its [consume] table) it builds the consumer's namespace from its
+    topic, commits its group's offsets and counts as it does (an event 5 s behind the
+    watermark is late under lateness_ms 1000; one 10 min ahead passes ADR_MAX_FUTURE_MS 1 h);
+    a bad [kafka] table and a bad setting only the consumer uses do not stop it; its own flags
+    win over both."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    events = S.events(40, players=12, arenas=3, seed=43)
+    late = kill_event(
+        id="late-1", arena="arena-0", attacker="la", victim="lb", ts=events[-1].ts - 5_000
+    )
+    ahead_ts = time.time_ns() // 1_000_000 + 600_000
+    ahead = kill_event(id="ahead-1", arena="arena-1", attacker="aa", victim="ab", ts=ahead_ts)
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    S.produce(kafka_bootstrap, topic, S.encoded([*events, late, ahead]))
+    ns, group = unique_name("ns"), unique_name("g")
+    file = tmp_path / "adr.toml"
+    file.write_text(
+        f'namespace = "{ns}"\ntopic = "{topic}"\n[kafka]\n"socket.timeout.ms" = [1]\n'
+        f'[consume]\nlateness_ms = 1000\ngroup = "{group}"\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ADR_")}
+    env |= {"ADR_CONFIG_FILE": str(file), "ADR_MAX_FUTURE_MS": "3600000", "ADR_BATCH_SIZE": "x"}
+    snapshot = str(_snapshot_file(tmp_path))
+    base = [sys.executable, "-m", "adr_cli.main", "rebuild", "--bootstrap-servers",
+            kafka_bootstrap, "--redis-url", redis_url, "--snapshot", snapshot]  # fmt: skip
+
+    def rebuild(*flags: str) -> dict:  # type: ignore[type-arg]
+        done = subprocess.run([*base, *flags], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return _summary(done.stderr)
+
+    def committed(group_id: str) -> int:
+        reader = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group_id})
+        try:
+            return int(reader.committed([TopicPartition(topic, 0)], timeout=30)[0].offset)
+        finally:
+            reader.close()
+
+    got = rebuild()  # the consumer's settings only
+    assert (got["namespace"], got["topic"], got["late"]) == (ns, topic, 1)
+    assert got["counted"] + got["duplicates"] + got["late"] == len(events) + 2
+    assert "ts_out_of_range" not in got["dead_lettered"]
+    assert committed(group) == len(events) + 2
+    assert redis.Redis.from_url(redis_url).exists(Keys(ns).player("aa"))
+
+    ns2, group2 = unique_name("ns"), unique_name("g")
+    got = rebuild("--namespace", ns2, "--group", group2, "--lateness-ms", "3600000",
+                  "--max-future-ms", "60000")  # fmt: skip
+    assert (got["namespace"], got["late"], got["dead_lettered"]) == (ns2, 0, {"ts_out_of_range": 1})
+    assert committed(group2) == len(events) + 2
 
 
 def test_a_namespace_with_keys_is_refused_and_left_alone(
