@@ -269,19 +269,22 @@ func parseModel(key string, raw interface{}) (Model, error) {
 		return Model{}, fmt.Errorf("%s holds %q, not a model stamp: upgrade the reader", key, text)
 	}
 	m := Model{Name: stamp.Model}
-	if _, ok := modelParameters[m.Name]; ok {
-		if name := unknownParameter(m.Name, parameters); name != "" {
-			return Model{}, fmt.Errorf("%s: model %q with unknown parameter %q (known: %s): upgrade the reader",
-				key, m.Name, name, parameterNames(m.Name))
-		}
-		numbers, err := checkParameters(m.Name, parameters)
-		if err != nil {
-			return Model{}, fmt.Errorf("%s: model %q with %w: upgrade the reader", key, m.Name, err)
-		}
-		m.DisplayK = numbers["display_k"] // 0 for elo (mu is its display rating)
+	if m.Name == "adr" {
+		return m, nil // its display rating is mu: its parameters are not read
 	}
-	if m.Name != "adr" && !usesSigma[m.Name] && m.Name != "elo" {
+	if _, ok := modelParameters[m.Name]; !ok {
 		return Model{}, fmt.Errorf("%s: unknown model %q (this reader knows adr, elo, glicko2, trueskill, weng-lin): upgrade the reader", key, m.Name)
+	}
+	if name := unknownParameter(m.Name, parameters); name != "" {
+		return Model{}, fmt.Errorf("%s: model %q with unknown parameter %q (known: %s): upgrade the reader",
+			key, m.Name, name, parameterNames(m.Name))
+	}
+	numbers, err := checkParameters(m.Name, parameters)
+	if err != nil {
+		return Model{}, fmt.Errorf("%s: model %q with %w: upgrade the reader", key, m.Name, err)
+	}
+	if usesSigma[m.Name] {
+		m.DisplayK = numbers["display_k"]
 	}
 	return m, nil
 }
