@@ -70,11 +70,14 @@ def test_the_readers_table_is_the_engines_config(lang: str) -> None:
 
 # JSON texts of values for every parameter: numbers on each side of each bound the engine
 # checks (0, 1, the default), -0, fractions for integers, values past float64's range (as a
-# float and as an int), underflow, and values of other JSON types (text is no number in a stamp).
+# float and as an int), underflow, and values of other JSON types (text is no number in a stamp);
+# NaN and Infinity are no JSON (the Go and TypeScript readers refuse the stamp), Python's json
+# reads them (the engine refuses the value).
 _VALUES = ["0", "-0", "-0.0", "1", "-1", "0.5", "1.5", "2", "1e-320", "1e-400", "1e308",
            "1e400", "-1e400", "1" + "0" * 400, "15.0", "9007199254740993", '"1"', '"0.5"',
            '"fixed"', '"fide"', '"uscf"', '"FIDE"', '""', "true", "false", "null", "[]", "{}",
-           "0.0001", "1.0000000000000002", "0.9999999999999999", "351", "349"]  # fmt: skip
+           "0.0001", "1.0000000000000002", "0.9999999999999999", "351", "349",
+           "NaN", "Infinity", "-Infinity"]  # fmt: skip
 _PAIRS = {  # the parameters a rule checks together: values of both
     "glicko2": [("rd0", "rd_max", a, b) for a in ("100", "350", "400", "1e-300")
                 for b in ("100", "350", "400", "99.99999999999999")],
