@@ -29,7 +29,15 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from adr_cli import _rebuild_log, _rebuild_native, _rebuild_pool, _rebuild_rate
 from adr_cli.replay import _read_snapshot, _seasons_for, _seconds_to_ms
 from consumer import ConsumerError
-from consumer.config import add_model_arguments, engine_params_from_args, model_from_args
+from consumer.cli import refuse_offline_only
+from consumer.config import (
+    COUNTING_SETTINGS,
+    add_model_arguments,
+    add_shared_arguments,
+    engine_params_from_args,
+    model_from_args,
+    shared_settings_from_args,
+)
 from engine import (
     MODELS,
     AdrModel,
@@ -63,6 +71,13 @@ EXIT_IN_USE: Final = 3
 KAFKA_LOG: Final = kafka_logger("adr.rebuild.kafka")
 _UNLIMITED_AGE_MS: Final = 2**62
 _WRITE_TIMEOUT_S: Final = 300.0
+_SHARED_HELP: Final = {
+    "namespace": "the fresh namespace to build ({NS}:* must hold no key)",
+    "topic": "the kill-events topic to read",
+    "group": "the consumer group that continues: its offsets on --topic are committed at the end",
+    "lateness_ms": "event-time lateness per partition, the consumer's: which events count",
+    "max_future_ms": "reject events further ahead of now as ts_out_of_range",
+}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -85,9 +100,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "Model and parameters: --model (env ADR_MODEL, the config file's model; default adr)\n"
         "and its --model-param/--model-params, and --param/--profile (env ADR_PARAMS,\n"
         "ADR_PROFILE, the config file's [params]: adr's parameters and the pool's cooldown and\n"
-        "tier shares, whatever the model), read as `adr consume` reads them; no other\n"
-        "setting of the consumer is read. {ns}:model records them as the consumer does, so\n"
-        "`adr consume` continues only with the same model and parameters (exit 2 otherwise).\n\n"
+        "tier shares, whatever the model), read as `adr consume` reads them. {ns}:model\n"
+        "records them as the consumer does, so `adr consume` continues only with the same\n"
+        "model and parameters (exit 2 otherwise). --namespace, --topic, --group,\n"
+        "--lateness-ms and --max-future-ms are read by the consumer's road too (ADR_NAMESPACE,\n"
+        "ADR_TOPIC, ADR_GROUP, ADR_LATENESS_MS, ADR_MAX_FUTURE_MS, the file's keys; flags >\n"
+        "env > file > the consumer's defaults): run the consumer that continues the pool with\n"
+        "the same ones. No other setting of the consumer is read (its [kafka] table neither).\n\n"
         "Exit codes: 0 done (the pool is visible), 1 Kafka or Redis error (the namespace\n"
         "stays invisible; rerun), 2 usage error (bad --param, --model, --model-param,\n"
         "--snapshot file, value, config file), 3 the namespace holds keys that are not an\n"
@@ -99,24 +118,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="HOSTS",
         help="Kafka bootstrap servers (host:port,...)",
     )
-    parser.add_argument("--topic", default="kill-events", help="the kill-events topic to read")
     parser.add_argument(
         "--redis-url",
         required=True,
         metavar="URL",
         help="the Redis of the pool (redis://, rediss://, sentinel, cluster)",
     )
-    parser.add_argument(
-        "--namespace",
-        required=True,
-        metavar="NS",
-        help="the fresh namespace to build ({NS}:* must hold no key)",
-    )
-    parser.add_argument(
-        "--group",
-        required=True,
-        help="the consumer group that continues: its offsets on --topic are committed at the end",
-    )
+    add_shared_arguments(parser, COUNTING_SETTINGS, _SHARED_HELP)  # adr consume's, its road
     add_param_argument(parser)
     add_model_arguments(parser)
     parser.add_argument(
@@ -144,26 +152,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="snapshot interval in event-time seconds (default 300)",
     )
     parser.add_argument(
-        "--lateness-ms",
-        type=int,
-        default=3_600_000,
-        metavar="MS",
-        help="event-time lateness per partition, the consumer's (default 3600000)",
-    )
-    parser.add_argument(
         "--max-age-ms",
         type=int,
         default=None,
         metavar="MS",
         help="reject events older than now minus this as ts_out_of_range, as a "
-        "consumer with the same flag would (default: no limit, the whole log)",
-    )
-    parser.add_argument(
-        "--max-future-ms",
-        type=int,
-        default=Limits().max_future_ms,
-        metavar="MS",
-        help="reject events further ahead of now (default the consumer's)",
+        "consumer with the same flag would (default: no limit, the whole log; not read "
+        "from ADR_MAX_AGE_MS or the file: the consumer's guard, against a later clock, "
+        "would refuse the history it accepted)",
     )
     parser.add_argument(
         "--kafka-setting",
@@ -197,8 +193,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
+    try:  # the pool, topic, group and counting rules as adr consume reads them (flags win)
+        shared = shared_settings_from_args(args, COUNTING_SETTINGS)
+        args = argparse.Namespace(**{**vars(args), **shared})
         params = engine_params_from_args(args)  # adr consume's road: flags > env > file
+        refuse_offline_only(params)  # what no consumer could continue (pair_decay), adr's too
         model = model_from_args(args, params)
         fixed = _read_snapshot(args.snapshot) if args.snapshot is not None else None
         seasons = _seasons_for(args.seasons)
@@ -286,7 +285,8 @@ def _rebuild(
     recorded = json.loads(stamp)
     _log(
         "info", "started", namespace=args.namespace, topic=args.topic, model=recorded["model"],
-        model_params=recorded["params"], build=compiled.state(),
+        model_params=recorded["params"], group=args.group, lateness_ms=args.lateness_ms,
+        max_future_ms=args.max_future_ms, build=compiled.state(),
         core="native" if core.native else f"python: {core.why_not}",
     )  # fmt: skip
     _rebuild_pool.claim(client, keys, _log)

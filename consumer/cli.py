@@ -26,8 +26,12 @@ def refuse_offline_only(params: Params) -> None:
     """Raise ParamError for parameters the engine runs offline only: `pair_decay` needs each
     pair's leaky load, which the consumer does not keep in Redis (it would fail at the first
     counted kill, and a restart would fail again: a crash loop instead of a clear refusal).
-    Params.refuse_pair_decay, the one check of it, whatever the model."""
-    params.refuse_pair_decay("the consumer (pair_decay runs offline only: no pair load in Redis)")
+    Params.refuse_pair_decay, the one check of it, whatever the model; `adr rebuild` calls this
+    too: a pool it wrote with them no consumer could continue."""
+    params.refuse_pair_decay(
+        "the consumer (pair_decay runs offline only: no pair load in Redis; adr rebuild "
+        "writes pools the consumer continues)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

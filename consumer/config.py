@@ -7,7 +7,7 @@ import argparse
 import dataclasses
 import os
 import socket
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, Final
 
 from consumer._errors import ConsumerError
@@ -241,6 +241,52 @@ MODEL_SETTINGS: Final = ("model", "model_params")
 """The settings that choose the pool's model: what `adr rebuild` reads of this Config."""
 
 
+COUNTING_SETTINGS: Final = ("namespace", "topic", "group", "lateness_ms", "max_future_ms")
+"""The other settings `adr rebuild` shares with the consumer that continues its pool: the pool,
+its topic and group, and the rules of which events count that a rebuild applies as the consumer
+did (lateness is by event time: a different one counts other events). Not `max_age_ms`: a
+guard against the wall clock, which at the rebuild's later time would refuse the history the
+consumer accepted while it was young (`adr rebuild --max-age-ms`, its own, defaults to no
+limit). `max_future_ms` against a later clock refuses no event the consumer accepted."""
+
+
+def add_shared_arguments(
+    parser: argparse.ArgumentParser,
+    names: Collection[str],
+    helps: Mapping[str, str] | None = None,
+) -> None:
+    """One flag per setting of Config named in `names`, as `adr consume` takes it (default None:
+    `shared_settings_from_args` tells given from not), its help `helps`' line for it or the
+    setting's own, then its variable and default: for a command that writes a pool without
+    consuming it (`adr rebuild`)."""
+    for f in fields(Config):
+        if f.name in names:
+            shown = dataclasses.replace(f.setting, help=(helps or {}).get(f.name, f.setting.help))
+            parser.add_argument(
+                f.flag, dest=f.name, type=f.kind, default=None, help=help_line(shown, f.default)
+            )
+
+
+def shared_settings_from_args(
+    args: argparse.Namespace, names: Collection[str], environ: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """name -> value of the settings `names` as `adr consume` would read them with the same
+    flags (`add_shared_arguments`), environment and config file (its top level and `[consume]`):
+    flags > env > file > Config's defaults. Only those settings are read and checked (a bad
+    `ADR_BATCH_SIZE` is the consumer's problem, not this command's; the file's `[kafka]` is not
+    read); the file's keys must still be the consumer's. ConsumerError for a setting or file
+    that cannot be read."""
+    env = os.environ if environ is None else environ
+    others = tuple(t for t in SECTIONS if t != "consume")
+    try:
+        values = settings_from_args(
+            Config, args, env, section="consume", sections=others, only=names
+        )
+    except RuntimeConfigError as exc:
+        raise ConsumerError(str(exc)) from exc
+    return {f.name: values.get(f.name, f.default) for f in fields(Config) if f.name in names}
+
+
 def add_model_arguments(parser: argparse.ArgumentParser) -> None:
     """The flags that choose the pool's model as `adr consume` takes them (`--model`,
     `--model-params`, `--model-param`, `--config`), for a command that writes a pool without
@@ -252,14 +298,10 @@ def add_model_arguments(parser: argparse.ArgumentParser) -> None:
         dest="config_file",
         metavar="FILE",
         default=None,
-        help="`adr consume`'s TOML file: its model, model_params and [params] are read (flags "
-        f"and env win; env {CONFIG_FILE_ENV})",
+        help="`adr consume`'s TOML file: its model, model_params, [params] and the settings "
+        f"below it shares with the consumer are read (flags and env win; env {CONFIG_FILE_ENV})",
     )
-    for f in fields(Config):
-        if f.name in MODEL_SETTINGS:
-            parser.add_argument(
-                f.flag, dest=f.name, type=f.kind, default=None, help=help_line(f.setting, f.default)
-            )
+    add_shared_arguments(parser, MODEL_SETTINGS)
     _add_model_param(parser)
 
 
@@ -274,7 +316,7 @@ def engine_params_from_args(
     env = os.environ if environ is None else environ
     try:
         path = config_path(args, env)
-        tables = read_shared_tables(path) if path else None
+        tables = read_shared_tables(path, kafka=False) if path else None
     except RuntimeConfigError as exc:
         raise ConsumerError(str(exc)) from exc
     return Params.from_overrides(param_overrides_from_args(args, env, tables))
@@ -288,17 +330,7 @@ def model_from_args(
     Only those settings are read and checked (a bad `ADR_BATCH_SIZE` is the consumer's problem,
     not this command's); the file's keys must still be the consumer's. ConsumerError for a
     setting or file that cannot be read, ParamError for an unknown model, parameter or value."""
-    env = os.environ if environ is None else environ
-    others = tuple(t for t in SECTIONS if t != "consume")
-    try:
-        values = settings_from_args(
-            Config, args, env, section="consume", sections=others, only=MODEL_SETTINGS
-        )
-    except RuntimeConfigError as exc:
-        raise ConsumerError(str(exc)) from exc
-    given = {
-        f.name: values.get(f.name, f.default) for f in fields(Config) if f.name in MODEL_SETTINGS
-    }
+    given = shared_settings_from_args(args, MODEL_SETTINGS, environ)
     joined = _joined_model_params(given["model_params"], args)
     return _named_model(given["model"], joined, params)
 

@@ -22,27 +22,32 @@ MODELS: Final[tuple[str, ...]] = (ADR, ELO, GLICKO2, TRUESKILL, WENG_LIN)
 
 
 def model_named(
-    name: str, overrides: Mapping[str, Any] | None = None, params: Params | None = None
+    name: str,
+    overrides: Mapping[str, Any] | None = None,
+    params: Params | None = None,
+    *,
+    typed: bool = False,
 ) -> RatingModel[Any]:
     """The model `name` with its parameters: its defaults with `overrides` (name -> value or
     text) applied. For `adr` they are Params names, applied on top of `params` (default Table 9);
     for the others the names of their config (EloConfig, Glicko2Config, TrueSkillConfig,
     WengLinConfig). ParamError (exit 2 in the CLIs) for an unknown model, an unknown parameter
     or a bad value, or for another model than adr given `params` with adr's pair_decay
-    (Params.refuse_pair_decay)."""
+    (Params.refuse_pair_decay). `typed`: the values of a pool's `{ns}:model` stamp, each of its
+    JSON type (text is no number there; engine/_model_config.py)."""
     given = dict(overrides or {})
     if name == ADR:
         return AdrModel((params or Params()).with_overrides(given))
     if name in MODELS and params is not None:
         params.refuse_pair_decay(f"the model {name!r}")
     if name == ELO:
-        return EloModel(configured(EloConfig, given))
+        return EloModel(configured(EloConfig, given, typed=typed))
     if name == GLICKO2:
-        return Glicko2Model(configured(Glicko2Config, given))
+        return Glicko2Model(configured(Glicko2Config, given, typed=typed))
     if name == TRUESKILL:
-        return TrueSkillModel(configured(TrueSkillConfig, given))
+        return TrueSkillModel(configured(TrueSkillConfig, given, typed=typed))
     if name == WENG_LIN:
-        return WengLinModel(configured(WengLinConfig, given))
+        return WengLinModel(configured(WengLinConfig, given, typed=typed))
     raise ParamError(f"unknown model {name!r} (known: {', '.join(MODELS)})")
 
 

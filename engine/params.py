@@ -152,15 +152,16 @@ class Params:
         leaky load (§2.1, engine/_pair_load.py), which only ADR's own book keeps (RatingBook).
         A model other than ADR has no such weight, ModelBook (every `--model`, `adr evaluate
         --events`) keeps no loads (ADR's rate_kill raised at its first counted kill), nor does
-        the consumer: each refuses it when built (engine.model_named, ModelBook, consumer.cli),
-        so every entry point exits 2 at start instead of rating without the defence asked for
+        the consumer: each refuses it when built (engine.model_named, ModelBook, consumer.cli;
+        `adr rebuild` through consumer.cli, since no consumer could continue its pool), so
+        every entry point exits 2 at start instead of rating without the defence asked for
         or failing midway. `without_loads` names what was asked to run it."""
         if self.pair_decay_ms:
             raise ParamError(
                 f"pair_decay={self.pair_decay:g} (the pair defence of --profile general) needs "
                 f"each pair's load, which {without_loads} does not keep: only adr's own book "
-                "applies it (adr replay and adr rebuild of the model adr, adr evaluate's "
-                "synthetic streams); drop it (e.g. --profile recommended, --param pair_decay=0) "
+                "applies it (adr replay of the model adr, adr evaluate's synthetic streams); "
+                "drop it (e.g. --profile recommended, --param pair_decay=0) "
                 "to run this"
             )
 

@@ -306,7 +306,7 @@ class Board:
             self.model, parameters = pool_model_parameters(self._r, self._keys)
             if self.model != DEFAULT_MODEL:
                 try:
-                    self._model = model_named(self.model, parameters)
+                    self._model = model_named(self.model, parameters, typed=True)
                 except ParamError as exc:  # a model (or parameter) this release does not know
                     raise LayoutError(f"{self._keys.model}: {exc}: upgrade the reader") from None
             self._layout_checked = True

@@ -85,5 +85,5 @@ def engine_params(args: argparse.Namespace, environ: Mapping[str, str]) -> Param
     command reads), `ADR_PARAMS` and `--param`. Raises engine.ParamError, or SettingsError for a
     file that cannot be read."""
     path = environ.get(CONFIG_FILE_ENV) or None
-    tables = read_shared_tables(Path(path)) if path else None
+    tables = read_shared_tables(Path(path), kafka=False) if path else None
     return Params.from_overrides(param_overrides_from_args(args, environ, tables))

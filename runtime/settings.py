@@ -247,14 +247,17 @@ class SharedTables:
     """librdkafka setting -> its text (TOML booleans as `true`/`false`)."""
 
 
-def read_shared_tables(path: Path) -> SharedTables:
+def read_shared_tables(path: Path, *, kafka: bool = True) -> SharedTables:
     """The `[params]` and `[kafka]` tables of the file (empty where absent).
 
     `[kafka]` values must be strings, numbers or booleans (librdkafka takes text); a nested
-    table or an array there, or a table that is not a table, raises SettingsError."""
+    table or an array there, or a table that is not a table, raises SettingsError. Without
+    `kafka`, that table is neither read nor checked (left empty): for a command that takes only
+    the engine parameters of the file (`adr rebuild`, the short commands), which a bad `[kafka]`
+    must not stop."""
     table = _load(path)
     found: dict[str, dict[str, Any]] = {}
-    for name in SHARED_TABLES:
+    for name in SHARED_TABLES if kafka else ("params",):
         value = table.get(name, {})
         if not isinstance(value, dict):
             raise SettingsError(f"config file {path}: {name} must be a table, [{name}]")
@@ -270,17 +273,17 @@ def read_shared_tables(path: Path) -> SharedTables:
                 f"config file {path}: params.{key}: expected a number, a string or an array of them"
             )
         params[key] = ",".join(str(v) for v in items)
-    kafka: dict[str, str] = {}
-    for key, value in found["kafka"].items():
+    settings: dict[str, str] = {}
+    for key, value in found.get("kafka", {}).items():
         if isinstance(value, bool):
-            kafka[key] = "true" if value else "false"
+            settings[key] = "true" if value else "false"
         elif isinstance(value, str) or _is_number(value):
-            kafka[key] = str(value)
+            settings[key] = str(value)
         else:
             raise SettingsError(
                 f"config file {path}: kafka.{key}: expected a string, number or boolean"
             )
-    return SharedTables(profile, params, kafka)
+    return SharedTables(profile, params, settings)
 
 
 def _is_number(value: object) -> bool:

@@ -99,7 +99,7 @@ class Calibrator:
         name, parameters = pool_model_parameters(self._client, self._keys)
         if name == MODELS[0]:
             return None
-        return model_display(model_named(name, parameters))
+        return model_display(model_named(name, parameters, typed=True))
 
     def run_once(self, now_ms: int | None = None) -> CalibrationResult:
         """Calibrate at `now_ms` (default: the wall clock, as online calibration is defined)."""

@@ -35,7 +35,7 @@ from redis_layout import Keys, PoolRebuilding, model_stamp
 from redis_layout.layout import UnknownLayout, check_layout
 from redis_layout.player_codec import READ_FIELDS, decode_fields
 from redis_layout.season_schedule import encode_schedule
-from schemas import encode_kill_event
+from schemas import encode_kill_event, kill_event
 
 FIRST, MORE = 6_000, 2_000
 """The rebuilt part and the continuation: ~20 kills a player over 750 players (most placed, so
@@ -398,6 +398,64 @@ def test_the_consumers_parameters_reach_the_rebuild_and_its_other_settings_do_no
     client.close()
 
 
+def test_the_consumers_pool_and_counting_settings_reach_the_rebuild_and_its_flags_win(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
+) -> None:
+    """`adr rebuild` reads the namespace, topic, group, lateness and future guard by the
+    consumer's road (flags > env > file > defaults): run with the consumer's environment and
+    file (top-level keys, its [consume] table) it builds the consumer's namespace from its
+    topic, commits its group's offsets and counts as it does (an event 5 s behind the
+    watermark is late under lateness_ms 1000; one 10 min ahead passes ADR_MAX_FUTURE_MS 1 h);
+    a bad [kafka] table and a bad setting only the consumer uses do not stop it; its own flags
+    win over both."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    events = S.events(40, players=12, arenas=3, seed=43)
+    late = kill_event(
+        id="late-1", arena="arena-0", attacker="la", victim="lb", ts=events[-1].ts - 5_000
+    )
+    ahead_ts = time.time_ns() // 1_000_000 + 600_000
+    ahead = kill_event(id="ahead-1", arena="arena-1", attacker="aa", victim="ab", ts=ahead_ts)
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    S.produce(kafka_bootstrap, topic, S.encoded([*events, late, ahead]))
+    ns, group = unique_name("ns"), unique_name("g")
+    file = tmp_path / "adr.toml"
+    file.write_text(
+        f'namespace = "{ns}"\ntopic = "{topic}"\n[kafka]\n"socket.timeout.ms" = [1]\n'
+        f'[consume]\nlateness_ms = 1000\ngroup = "{group}"\n'
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ADR_")}
+    env |= {"ADR_CONFIG_FILE": str(file), "ADR_MAX_FUTURE_MS": "3600000", "ADR_BATCH_SIZE": "x"}
+    snapshot = str(_snapshot_file(tmp_path))
+    base = [sys.executable, "-m", "adr_cli.main", "rebuild", "--bootstrap-servers",
+            kafka_bootstrap, "--redis-url", redis_url, "--snapshot", snapshot]  # fmt: skip
+
+    def rebuild(*flags: str) -> dict:  # type: ignore[type-arg]
+        done = subprocess.run([*base, *flags], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-3000:]
+        return _summary(done.stderr)
+
+    def committed(group_id: str) -> int:
+        reader = Consumer({"bootstrap.servers": kafka_bootstrap, "group.id": group_id})
+        try:
+            return int(reader.committed([TopicPartition(topic, 0)], timeout=30)[0].offset)
+        finally:
+            reader.close()
+
+    got = rebuild()  # the consumer's settings only
+    assert (got["namespace"], got["topic"], got["late"]) == (ns, topic, 1)
+    assert got["counted"] + got["duplicates"] + got["late"] == len(events) + 2
+    assert "ts_out_of_range" not in got["dead_lettered"]
+    assert committed(group) == len(events) + 2
+    assert redis.Redis.from_url(redis_url).exists(Keys(ns).player("aa"))
+
+    ns2, group2 = unique_name("ns"), unique_name("g")
+    got = rebuild("--namespace", ns2, "--group", group2, "--lateness-ms", "3600000",
+                  "--max-future-ms", "60000")  # fmt: skip
+    assert (got["namespace"], got["late"], got["dead_lettered"]) == (ns2, 0, {"ts_out_of_range": 1})
+    assert committed(group2) == len(events) + 2
+
+
 def test_a_namespace_with_keys_is_refused_and_left_alone(
     kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
 ) -> None:
@@ -501,6 +559,39 @@ def test_records_past_the_sweep_horizon_are_the_consumers(
     assert len(_live_records(client, keys)) < 6_000 * 2 * 0.5  # records were swept
     client.close()
     client_all.close()
+
+
+def test_an_adr_pool_with_pair_decay_is_refused_at_start_as_the_consumer_refuses_it(
+    tmp_path: Path,
+) -> None:
+    """`pair_decay` (`--profile general`) by flag, environment or config file: no consumer
+    could continue the pool (the consumer keeps no pair loads), so the rebuild of an ADR pool
+    exits 2 before it touches Kafka or Redis, with `adr consume`'s own refusal (one check,
+    consumer.cli.refuse_offline_only)."""
+    config = tmp_path / "adr.toml"
+    config.write_text('[params]\nprofile = "general"\n')
+    servers = ["--bootstrap-servers", "127.0.0.1:1", "--redis-url", "redis://127.0.0.1:1"]
+    rebuild = [sys.executable, "-m", "adr_cli.main", "rebuild", *servers, "--namespace", "n",
+               "--group", "g"]  # fmt: skip
+    consume = [sys.executable, "-m", "adr_cli.main", "consume", *servers]
+    road: list[tuple[list[str], dict[str, str]]] = [
+        (["--profile", "general"], {}),
+        (["--param", "pair_decay=600"], {}),
+        ([], {"ADR_PROFILE": "general"}),
+        (["--config", str(config)], {}),
+    ]
+    for extra, env in road:
+        said = []
+        for command, field in ((rebuild, "message"), (consume, "error")):
+            done = subprocess.run(
+                [*command, *extra], capture_output=True, text=True, timeout=60,
+                env={**os.environ, **env},
+            )  # fmt: skip
+            assert done.returncode == 2, (command[3], extra, done.stderr[-2000:])
+            lines = [json.loads(line) for line in done.stderr.splitlines() if line.strip()]
+            said.append([line[field] for line in lines if field in line])
+        assert said[0] == said[1] and len(said[0]) == 1, (extra, said)
+        assert "pair_decay=" in said[0][0] and "no pair load" in said[0][0], said
 
 
 def test_usage_errors_exit_2_before_touching_kafka_or_redis(tmp_path: Path) -> None:

@@ -245,6 +245,21 @@ def test_parameters_given_as_text_are_typed() -> None:
     assert model_named("glicko2", {"period_ms": 3600000}).config.period_ms == 3_600_000  # type: ignore[attr-defined]
 
 
+def test_a_pools_stamp_takes_no_text_for_a_number_and_no_number_past_floats_range() -> None:
+    """typed (a pool's {ns}:model stamp, read by `adr leaderboard` and the tier job): each value
+    of its JSON type, as the Go and TypeScript readers read it; an int past float's range (JSON
+    allows it) is refused, not an OverflowError."""
+    with pytest.raises(ParamError, match="bad value for tau"):
+        model_named("glicko2", {"tau": "0.5"}, typed=True)
+    with pytest.raises(ParamError, match="not a name"):
+        model_named("elo", {"k_rule": 1}, typed=True)
+    assert model_named("elo", {"k_rule": "fide", "fide_games": 20.0}, typed=True)
+    for name, field in (("trueskill", "beta"), ("glicko2", "period_ms")):
+        for typed in (False, True):
+            with pytest.raises(ParamError, match=field):
+                model_named(name, {field: 10**400}, typed=typed)
+
+
 def test_trueskill_takes_the_limit_where_the_package_raises() -> None:
     """An upset so large that Φ(t) underflows: V = −t and W = 1 (their limits; the package
     raises a FloatingPointError there), and the states stay valid."""

@@ -16,8 +16,9 @@ from consumer import ConsumerError
 from consumer import config as consumer_config
 from engine import ParamError, Params, profile_overrides
 from leaderboard import cli as leaderboard_cli
+from runtime import RuntimeConfigError
 from runtime.service import engine_params
-from runtime.settings import CONFIG_FILE_ENV
+from runtime.settings import CONFIG_FILE_ENV, SharedTables, read_shared_tables
 from tierjob import TierJobError
 from tierjob import config as tierjob_config
 
@@ -136,6 +137,20 @@ def test_a_bad_shared_table_is_named_and_stops_the_service(
     if "consume" not in text:
         with pytest.raises(TierJobError, match=message):
             _calibrate([], env)
+
+
+def test_a_bad_kafka_table_does_not_stop_what_reads_only_the_params(tmp_path: Path) -> None:
+    """`adr rebuild` (consumer.config.engine_params_from_args) and the short commands
+    (runtime.service.engine_params) take only the file's [params]: a bad [kafka] table, the
+    services' error, does not stop them, and their [params] are still read."""
+    path = _file(tmp_path, "[params]\ntheta = 300\n[kafka]\nssl = { key = 'x' }\n")
+    with pytest.raises(RuntimeConfigError, match=r"kafka\.ssl"):
+        read_shared_tables(path)
+    assert read_shared_tables(path, kafka=False) == SharedTables(None, {"theta": "300"}, {})
+    env = {CONFIG_FILE_ENV: str(path)}
+    assert engine_params(argparse.Namespace(), env).theta == 300.0
+    args = argparse.Namespace(config_file=str(path), param=[], profile=None)
+    assert consumer_config.engine_params_from_args(args, {}).theta == 300.0
 
 
 @pytest.mark.parametrize("command", ["consume", "calibrate", "leaderboard"])

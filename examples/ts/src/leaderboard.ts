@@ -38,24 +38,108 @@ export interface Model {
   displayK: number;
 }
 
-/** The models whose display rating is mu - display_k * sigma, and their default display_k
- * (docs/models.md), for a stamp that does not list it. */
-const DEFAULT_DISPLAY_K: Record<string, number> = { glicko2: 0, trueskill: 3, "weng-lin": 3 };
-const USES_SIGMA = new Set(Object.keys(DEFAULT_DISPLAY_K));
+/** The models whose display rating is mu - display_k * sigma (display_k: the stamp's, or its
+ * default in MODEL_PARAMETERS). */
+const USES_SIGMA = new Set(["glicko2", "trueskill", "weng-lin"]);
 
-/** The parameter names each model other than adr has (its config's fields, engine/_elo.py,
- * _glicko2.py, _trueskill.py, _weng_lin.py; tests/examples/test_readers_acl.py checks this list
- * against them). A stamp with another name is a newer release's model, whose display rating this
- * reader may compute wrong: refused, as `adr leaderboard` refuses it. An adr pool's parameters are
- * not read (its display rating is mu). */
-const MODEL_PARAMETERS: Record<string, string[]> = {
-  elo: ["initial", "scale", "k_rule", "k", "fide_games", "k_new", "k_regular", "k_top",
-    "top_rating", "uscf_numerator", "uscf_games_cap", "tier_n_min", "tier_h_req"],
-  glicko2: ["initial", "rd0", "volatility0", "tau", "epsilon", "period_ms", "rd_max",
-    "display_k", "tier_n_min", "tier_h_req"],
-  trueskill: ["mu", "sigma", "beta", "tau", "display_k", "tier_n_min", "tier_h_req"],
-  "weng-lin": ["mu", "sigma", "beta", "kappa", "tau", "display_k", "tier_n_min", "tier_h_req"],
+/** The parameters of each model other than adr, in its config's order (engine/_elo.py,
+ * _glicko2.py, _trueskill.py, _weng_lin.py), each with the values the engine takes for it:
+ * "KIND DEFAULT [RULE...]". KIND: number (a finite JSON number), integer (one with no fraction)
+ * or name (a JSON string); DEFAULT: what a stamp without the parameter means; RULE: OP OPERAND
+ * (OP >, >=, <=; OPERAND a number or another parameter of the model, its value given or
+ * default), or for a name the names it may be (a|b|c). A stamp with another name is a newer
+ * release's model, whose display rating this reader may compute wrong; one with a value the
+ * engine refuses is no pool a consumer writes: both refused, as `adr leaderboard` refuses them
+ * (docs/leaderboards.md, "Exit status"). tests/examples/test_readers_model_rules.py checks the
+ * table against the engine: names, kinds and defaults, and a grid of values the engine and this
+ * reader must take or refuse alike. An adr pool's parameters are not read (its display rating
+ * is mu). */
+const MODEL_PARAMETERS: Record<string, Record<string, string>> = {
+  elo: {
+    initial: "number 1500",
+    scale: "number 400 >0",
+    k_rule: "name fixed fixed|fide|uscf",
+    k: "number 32 >=0",
+    fide_games: "integer 30 >=0",
+    k_new: "number 40 >=0",
+    k_regular: "number 20 >=0",
+    k_top: "number 10 >=0",
+    top_rating: "number 2400",
+    uscf_numerator: "number 800 >=0",
+    uscf_games_cap: "integer 50 >=0",
+    tier_n_min: "integer 15 >=0",
+    tier_h_req: "number 400 >0",
+  },
+  glicko2: {
+    initial: "number 1500",
+    rd0: "number 350 >0",
+    volatility0: "number 0.06 >0",
+    tau: "number 0.5 >0",
+    epsilon: "number 1e-06 >0",
+    period_ms: "integer 86400000 >=0",
+    rd_max: "number 350 >=rd0",
+    display_k: "number 0 >=0",
+    tier_n_min: "integer 15 >=0",
+    tier_h_req: "number 400 >0",
+  },
+  trueskill: {
+    mu: "number 25",
+    sigma: "number 8.333333333333334 >0",
+    beta: "number 4.166666666666667 >0",
+    tau: "number 0.08333333333333334 >=0",
+    display_k: "number 3 >=0",
+    tier_n_min: "integer 15 >=0",
+    tier_h_req: "number 10 >0",
+  },
+  "weng-lin": {
+    mu: "number 25",
+    sigma: "number 8.333333333333334 >0",
+    beta: "number 4.166666666666667 >0",
+    kappa: "number 0.0001 >0 <=1",
+    tau: "number 0.08333333333333333 >=0",
+    display_k: "number 3 >=0",
+    tier_n_min: "integer 15 >=0",
+    tier_h_req: "number 10 >0",
+  },
 };
+
+/** The stamp's parameters as the engine checks them (MODEL_PARAMETERS): the model's numbers
+ * (given or default) by name; throws naming the first parameter (in the config's order) the
+ * engine would refuse. */
+function checkParameters(rules: Record<string, string>, parameters: Record<string, unknown>): Record<string, number> {
+  const has = (name: string) => Object.prototype.hasOwnProperty.call(parameters, name);
+  const bad = (name: string, value: unknown) =>
+    new Error(`a bad value for ${name}: ${JSON.stringify(value)} (the engine takes: ${rules[name]})`);
+  const numbers: Record<string, number> = {};
+  const names: Record<string, string> = {};
+  for (const [name, rule] of Object.entries(rules)) {
+    const [kind, fallback] = rule.split(" ");
+    const value = has(name) ? parameters[name] : kind === "name" ? fallback : Number(fallback);
+    if (kind === "name" && typeof value === "string") names[name] = value;
+    else if (kind !== "name" && typeof value === "number" && Number.isFinite(value) &&
+      (kind === "number" || Number.isInteger(value))) numbers[name] = value;
+    else throw bad(name, value); // JSON.parse reads a number past float64's range as Infinity
+  }
+  for (const [name, rule] of Object.entries(rules)) {
+    const [kind, fallback, ...checks] = rule.split(" ");
+    for (const check of checks) {
+      if (!holds(check, kind, numbers[name], names[name], numbers))
+        throw bad(name, has(name) ? parameters[name] : `${fallback} (its default)`);
+    }
+  }
+  return numbers;
+}
+
+/** Whether one RULE of MODEL_PARAMETERS holds for a parameter's value. */
+function holds(rule: string, kind: string, x: number, name: string, numbers: Record<string, number>): boolean {
+  if (kind === "name") return rule.split("|").includes(name);
+  const [, op, operand] = /^([<>]=?)(.*)$/.exec(rule) ?? [];
+  const bound = Object.prototype.hasOwnProperty.call(numbers, operand) ? numbers[operand] : Number(operand);
+  if (op === ">") return x > bound;
+  if (op === ">=") return x >= bound;
+  if (op === "<=") return x <= bound;
+  return false; // a rule this reader cannot read: refused
+}
 
 /** The rating ranks use, from the player hash's mu and sigma. */
 export function display(model: Model, mu: number, sigma: number): number {
@@ -78,23 +162,25 @@ export function parseModel(key: string, raw: string | null): Model {
   const isObject = typeof parameters === "object" && parameters !== null && !Array.isArray(parameters);
   if (typeof name !== "string" || name === "" || (parameters !== undefined && !isObject))
     throw new Error(`${key} holds ${JSON.stringify(raw)}, not a model stamp: upgrade the reader`);
-  const known = Object.prototype.hasOwnProperty.call(MODEL_PARAMETERS, name) ? MODEL_PARAMETERS[name] : undefined;
-  if (known && parameters !== undefined) {
-    const unknown = Object.keys(parameters).filter((p) => !known.includes(p)).sort();
-    if (unknown.length > 0)
-      throw new Error(
-        `${key}: model ${JSON.stringify(name)} with unknown parameter ${JSON.stringify(unknown[0])} (known: ${known.join(", ")}): upgrade the reader`,
-      );
-  }
-  if (name === "adr" || name === "elo") return { name, displayK: 0 };
-  if (!USES_SIGMA.has(name))
+  const rules = Object.prototype.hasOwnProperty.call(MODEL_PARAMETERS, name) ? MODEL_PARAMETERS[name] : undefined;
+  if (name === "adr") return { name, displayK: 0 };
+  if (!rules)
     throw new Error(
       `${key}: unknown model ${JSON.stringify(name)} (this reader knows adr, elo, glicko2, trueskill, weng-lin): upgrade the reader`,
     );
-  const k = stamp.parameters?.display_k ?? DEFAULT_DISPLAY_K[name];
-  if (typeof k !== "number" || !(k >= 0))
-    throw new Error(`${key}: model ${JSON.stringify(name)} with a display_k that is not a number >= 0: ${JSON.stringify(k)}`);
-  return { name, displayK: k };
+  const known = Object.keys(rules);
+  const unknown = Object.keys(parameters ?? {}).filter((p) => !known.includes(p)).sort();
+  if (unknown.length > 0)
+    throw new Error(
+      `${key}: model ${JSON.stringify(name)} with unknown parameter ${JSON.stringify(unknown[0])} (known: ${known.join(", ")}): upgrade the reader`,
+    );
+  let numbers: Record<string, number>;
+  try {
+    numbers = checkParameters(rules, parameters ?? {});
+  } catch (err) {
+    throw new Error(`${key}: model ${JSON.stringify(name)} with ${(err as Error).message}: upgrade the reader`);
+  }
+  return { name, displayK: USES_SIGMA.has(name) ? numbers.display_k : 0 };
 }
 
 export interface Entry {

@@ -24,6 +24,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -87,30 +88,145 @@ func (m Model) Display(mu, sigma float64) float64 {
 	return mu - float64(m.DisplayK*sigma)
 }
 
-// usesSigma: the models whose display rating is mu - display_k*sigma, and their default
-// display_k (docs/models.md), for a stamp that does not list it.
+// usesSigma: the models whose display rating is mu - display_k*sigma (display_k: the stamp's, or
+// its default in modelParameters).
 var usesSigma = map[string]bool{"glicko2": true, "trueskill": true, "weng-lin": true}
-var defaultDisplayK = map[string]float64{"glicko2": 0, "trueskill": 3, "weng-lin": 3}
 
-// modelParameters: the parameter names each model other than adr has (its config's fields,
-// engine/_elo.py, _glicko2.py, _trueskill.py, _weng_lin.py; tests/examples/test_readers_acl.py
-// checks this list against them). A stamp with another name is a newer release's model, whose
-// display rating this reader may compute wrong: refused, as `adr leaderboard` refuses it. An adr
-// pool's parameters are not read (its display rating is mu).
-var modelParameters = map[string][]string{
-	"elo": {"initial", "scale", "k_rule", "k", "fide_games", "k_new", "k_regular", "k_top",
-		"top_rating", "uscf_numerator", "uscf_games_cap", "tier_n_min", "tier_h_req"},
-	"glicko2": {"initial", "rd0", "volatility0", "tau", "epsilon", "period_ms", "rd_max",
-		"display_k", "tier_n_min", "tier_h_req"},
-	"trueskill": {"mu", "sigma", "beta", "tau", "display_k", "tier_n_min", "tier_h_req"},
-	"weng-lin":  {"mu", "sigma", "beta", "kappa", "tau", "display_k", "tier_n_min", "tier_h_req"},
+// modelParameters: the parameters of each model other than adr, in its config's order
+// (engine/_elo.py, _glicko2.py, _trueskill.py, _weng_lin.py), each with the values the engine
+// takes for it: "KIND DEFAULT [RULE...]". KIND: number (a finite JSON number), integer (one with
+// no fraction) or name (a JSON string); DEFAULT: what a stamp without the parameter means; RULE:
+// OP OPERAND (OP >, >=, <=; OPERAND a number or another parameter of the model, its value given
+// or default), or for a name the names it may be (a|b|c). A stamp with another name is a newer
+// release's model, whose display rating this reader may compute wrong; one with a value the
+// engine refuses is no pool a consumer writes: both refused, as `adr leaderboard` refuses them
+// (docs/leaderboards.md, "Exit status"). tests/examples/test_readers_model_rules.py checks the
+// table against the engine: names, kinds and defaults, and a grid of values the engine and this
+// reader must take or refuse alike. An adr pool's parameters are not read (its display rating
+// is mu).
+var modelParameters = map[string][][2]string{
+	"elo": {
+		{"initial", "number 1500"},
+		{"scale", "number 400 >0"},
+		{"k_rule", "name fixed fixed|fide|uscf"},
+		{"k", "number 32 >=0"},
+		{"fide_games", "integer 30 >=0"},
+		{"k_new", "number 40 >=0"},
+		{"k_regular", "number 20 >=0"},
+		{"k_top", "number 10 >=0"},
+		{"top_rating", "number 2400"},
+		{"uscf_numerator", "number 800 >=0"},
+		{"uscf_games_cap", "integer 50 >=0"},
+		{"tier_n_min", "integer 15 >=0"},
+		{"tier_h_req", "number 400 >0"},
+	},
+	"glicko2": {
+		{"initial", "number 1500"},
+		{"rd0", "number 350 >0"},
+		{"volatility0", "number 0.06 >0"},
+		{"tau", "number 0.5 >0"},
+		{"epsilon", "number 1e-06 >0"},
+		{"period_ms", "integer 86400000 >=0"},
+		{"rd_max", "number 350 >=rd0"},
+		{"display_k", "number 0 >=0"},
+		{"tier_n_min", "integer 15 >=0"},
+		{"tier_h_req", "number 400 >0"},
+	},
+	"trueskill": {
+		{"mu", "number 25"},
+		{"sigma", "number 8.333333333333334 >0"},
+		{"beta", "number 4.166666666666667 >0"},
+		{"tau", "number 0.08333333333333334 >=0"},
+		{"display_k", "number 3 >=0"},
+		{"tier_n_min", "integer 15 >=0"},
+		{"tier_h_req", "number 10 >0"},
+	},
+	"weng-lin": {
+		{"mu", "number 25"},
+		{"sigma", "number 8.333333333333334 >0"},
+		{"beta", "number 4.166666666666667 >0"},
+		{"kappa", "number 0.0001 >0 <=1"},
+		{"tau", "number 0.08333333333333333 >=0"},
+		{"display_k", "number 3 >=0"},
+		{"tier_n_min", "integer 15 >=0"},
+		{"tier_h_req", "number 10 >0"},
+	},
+}
+
+// checkParameters: the stamp's parameters as the engine checks them (modelParameters). It
+// returns the model's numbers (given or default) by name, or an error naming the first
+// parameter (in the config's order) the engine would refuse.
+func checkParameters(model string, parameters map[string]json.RawMessage) (map[string]float64, error) {
+	rules := modelParameters[model]
+	numbers, names := map[string]float64{}, map[string]string{}
+	for _, p := range rules {
+		f := strings.Fields(p[1])
+		var value interface{} = f[1]
+		if f[0] != "name" {
+			value, _ = strconv.ParseFloat(f[1], 64)
+		}
+		raw, given := parameters[p[0]]
+		if given && json.Unmarshal(raw, &value) != nil { // a number past float64's range
+			return nil, fmt.Errorf("a bad value for %s: %s (the engine takes: %s)", p[0], raw, p[1])
+		}
+		x, isNumber := value.(float64)
+		s, isName := value.(string)
+		switch {
+		case f[0] == "name" && isName:
+			names[p[0]] = s
+		case f[0] != "name" && isNumber && !math.IsInf(x, 0) && (f[0] == "number" || x == math.Trunc(x)):
+			numbers[p[0]] = x
+		default:
+			return nil, fmt.Errorf("a bad value for %s: %s (the engine takes: %s)", p[0], raw, p[1])
+		}
+	}
+	for _, p := range rules {
+		f := strings.Fields(p[1])
+		for _, rule := range f[2:] {
+			if !holds(rule, f[0], numbers[p[0]], names[p[0]], numbers) {
+				value := string(parameters[p[0]])
+				if value == "" {
+					value = f[1] + " (its default)"
+				}
+				return nil, fmt.Errorf("a bad value for %s: %s (the engine takes: %s)", p[0], value, p[1])
+			}
+		}
+	}
+	return numbers, nil
+}
+
+// holds: whether one RULE of modelParameters holds for a parameter's value.
+func holds(rule, kind string, x float64, name string, numbers map[string]float64) bool {
+	if kind == "name" {
+		for _, allowed := range strings.Split(rule, "|") {
+			if name == allowed {
+				return true
+			}
+		}
+		return false
+	}
+	op := strings.TrimRight(rule, "abcdefghijklmnopqrstuvwxyz_0123456789.-")
+	operand := rule[len(op):]
+	bound, known := numbers[operand]
+	if !known {
+		bound, _ = strconv.ParseFloat(operand, 64)
+	}
+	switch op {
+	case ">":
+		return x > bound
+	case ">=":
+		return x >= bound
+	case "<=":
+		return x <= bound
+	}
+	return false // a rule this reader cannot read: refused
 }
 
 // unknownParameter is the first (by name) parameter of the stamp that model does not have, or "".
 func unknownParameter(model string, parameters map[string]json.RawMessage) string {
 	known := map[string]bool{}
-	for _, name := range modelParameters[model] {
-		known[name] = true
+	for _, p := range modelParameters[model] {
+		known[p[0]] = true
 	}
 	names := make([]string, 0, len(parameters))
 	for name := range parameters {
@@ -123,6 +239,15 @@ func unknownParameter(model string, parameters map[string]json.RawMessage) strin
 	}
 	sort.Strings(names)
 	return names[0]
+}
+
+// parameterNames: the parameters the model has, as an error message lists them.
+func parameterNames(model string) string {
+	names := make([]string, 0, len(modelParameters[model]))
+	for _, p := range modelParameters[model] {
+		names = append(names, p[0])
+	}
+	return strings.Join(names, ", ")
 }
 
 // parseModel reads {NS}:model's JSON ({"model": NAME, "params": DIGEST, "parameters": {...}});
@@ -144,21 +269,22 @@ func parseModel(key string, raw interface{}) (Model, error) {
 		return Model{}, fmt.Errorf("%s holds %q, not a model stamp: upgrade the reader", key, text)
 	}
 	m := Model{Name: stamp.Model}
-	if _, ok := modelParameters[m.Name]; ok {
-		if name := unknownParameter(m.Name, parameters); name != "" {
-			return Model{}, fmt.Errorf("%s: model %q with unknown parameter %q (known: %s): upgrade the reader",
-				key, m.Name, name, strings.Join(modelParameters[m.Name], ", "))
-		}
+	if m.Name == "adr" {
+		return m, nil // its display rating is mu: its parameters are not read
 	}
-	switch {
-	case m.Name == "adr" || m.Name == "elo":
-	case usesSigma[m.Name]:
-		m.DisplayK = defaultDisplayK[m.Name]
-		if k, ok := parameters["display_k"]; ok && (json.Unmarshal(k, &m.DisplayK) != nil || !(m.DisplayK >= 0)) {
-			return Model{}, fmt.Errorf("%s: model %q with a display_k that is not a number >= 0: %s", key, m.Name, k)
-		}
-	default:
+	if _, ok := modelParameters[m.Name]; !ok {
 		return Model{}, fmt.Errorf("%s: unknown model %q (this reader knows adr, elo, glicko2, trueskill, weng-lin): upgrade the reader", key, m.Name)
+	}
+	if name := unknownParameter(m.Name, parameters); name != "" {
+		return Model{}, fmt.Errorf("%s: model %q with unknown parameter %q (known: %s): upgrade the reader",
+			key, m.Name, name, parameterNames(m.Name))
+	}
+	numbers, err := checkParameters(m.Name, parameters)
+	if err != nil {
+		return Model{}, fmt.Errorf("%s: model %q with %w: upgrade the reader", key, m.Name, err)
+	}
+	if usesSigma[m.Name] {
+		m.DisplayK = numbers["display_k"]
 	}
 	return m, nil
 }
