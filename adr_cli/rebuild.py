@@ -32,6 +32,7 @@ from consumer import ConsumerError
 from consumer.cli import refuse_offline_only
 from consumer.config import (
     COUNTING_SETTINGS,
+    SERVER_SETTINGS,
     add_model_arguments,
     add_shared_arguments,
     engine_params_from_args,
@@ -71,7 +72,11 @@ EXIT_IN_USE: Final = 3
 KAFKA_LOG: Final = kafka_logger("adr.rebuild.kafka")
 _UNLIMITED_AGE_MS: Final = 2**62
 _WRITE_TIMEOUT_S: Final = 300.0
+_SHARED: Final = (*SERVER_SETTINGS, *COUNTING_SETTINGS)
+"""The settings read as `adr consume` reads them (flags > env > the config file > defaults)."""
 _SHARED_HELP: Final = {
+    "bootstrap_servers": "Kafka bootstrap servers (host:port,...)",
+    "redis_url": "the Redis of the pool (redis://, rediss://, sentinel, cluster)",
     "namespace": "the fresh namespace to build ({NS}:* must hold no key)",
     "topic": "the kill-events topic to read",
     "group": "the consumer group that continues: its offsets on --topic are committed at the end",
@@ -102,29 +107,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "ADR_PROFILE, the config file's [params]: adr's parameters and the pool's cooldown and\n"
         "tier shares, whatever the model), read as `adr consume` reads them. {ns}:model\n"
         "records them as the consumer does, so `adr consume` continues only with the same\n"
-        "model and parameters (exit 2 otherwise). --namespace, --topic, --group,\n"
-        "--lateness-ms and --max-future-ms are read by the consumer's road too (ADR_NAMESPACE,\n"
-        "ADR_TOPIC, ADR_GROUP, ADR_LATENESS_MS, ADR_MAX_FUTURE_MS, the file's keys; flags >\n"
-        "env > file > the consumer's defaults): run the consumer that continues the pool with\n"
-        "the same ones. No other setting of the consumer is read (its [kafka] table neither).\n\n"
+        "model and parameters (exit 2 otherwise). --bootstrap-servers, --redis-url,\n"
+        "--namespace, --topic, --group, --lateness-ms and --max-future-ms are read by the\n"
+        "consumer's road too (KAFKA_BOOTSTRAP_SERVERS, REDIS_URL or REDIS_URL_FILE,\n"
+        "ADR_NAMESPACE, ADR_TOPIC, ADR_GROUP, ADR_LATENESS_MS, ADR_MAX_FUTURE_MS, the file's\n"
+        "keys; flags > env > file > the consumer's defaults): run the consumer that continues\n"
+        "the pool with the same ones. No other setting of the consumer is read (its [kafka]\n"
+        "table and ADR_KAFKA_CONFIG neither: --kafka-setting).\n\n"
         "Exit codes: 0 done (the pool is visible), 1 Kafka or Redis error (the namespace\n"
         "stays invisible; rerun), 2 usage error (bad --param, --model, --model-param,\n"
         "--snapshot file, value, config file), 3 the namespace holds keys that are not an\n"
         "unfinished rebuild's."
     )
-    parser.add_argument(
-        "--bootstrap-servers",
-        required=True,
-        metavar="HOSTS",
-        help="Kafka bootstrap servers (host:port,...)",
-    )
-    parser.add_argument(
-        "--redis-url",
-        required=True,
-        metavar="URL",
-        help="the Redis of the pool (redis://, rediss://, sentinel, cluster)",
-    )
-    add_shared_arguments(parser, COUNTING_SETTINGS, _SHARED_HELP)  # adr consume's, its road
+    add_shared_arguments(parser, _SHARED, _SHARED_HELP)  # adr consume's flags, env, file
     add_param_argument(parser)
     add_model_arguments(parser)
     parser.add_argument(
@@ -193,8 +188,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:  # the pool, topic, group and counting rules as adr consume reads them (flags win)
-        shared = shared_settings_from_args(args, COUNTING_SETTINGS)
+    try:  # the servers, pool, topic, group, counting rules as adr consume reads them (flags win)
+        shared = shared_settings_from_args(args, _SHARED)
         args = argparse.Namespace(**{**vars(args), **shared})
         params = engine_params_from_args(args)  # adr consume's road: flags > env > file
         refuse_offline_only(params)  # what no consumer could continue (pair_decay), adr's too

@@ -241,6 +241,12 @@ MODEL_SETTINGS: Final = ("model", "model_params")
 """The settings that choose the pool's model: what `adr rebuild` reads of this Config."""
 
 
+SERVER_SETTINGS: Final = ("bootstrap_servers", "redis_url")
+"""The servers of the pool: `adr rebuild` reads them as the consumer does (KAFKA_BOOTSTRAP_SERVERS,
+REDIS_URL or REDIS_URL_FILE, the file's keys), so the environment that runs the consumer runs
+the rebuild that prepares its pool."""
+
+
 COUNTING_SETTINGS: Final = ("namespace", "topic", "group", "lateness_ms", "max_future_ms")
 """The other settings `adr rebuild` shares with the consumer that continues its pool: the pool,
 its topic and group, and the rules of which events count that a rebuild applies as the consumer

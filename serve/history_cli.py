@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Mapping
 
 import redis
 from prometheus_client import CollectorRegistry
@@ -74,14 +75,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_kafka_arguments(parser)
 
 
+def config_from_args(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> HistoryConfig:
+    """Flags over the environment over the config file's `[history]` table and top level over
+    the defaults; RuntimeConfigError with the reason if something cannot be read."""
+    return HistoryConfig(
+        **settings_from_args(HistoryConfig, args, environ, section="history", sections=SECTIONS),
+        kafka=kafka_settings_from_args(args, environ),
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     from confluent_kafka import Consumer, KafkaException
 
     try:
-        config = HistoryConfig(
-            **settings_from_args(HistoryConfig, args, section="history", sections=SECTIONS),
-            kafka=kafka_settings_from_args(args),
-        )
+        config = config_from_args(args)
         if config.points < 1 or config.batch < 1:
             raise RuntimeConfigError("--points and --batch must be >= 1")
         if not config.ttl >= 0:
