@@ -21,7 +21,13 @@ import msgspec
 from engine._model import HashFields
 from engine._model_config import check
 from engine._packed_state import ELO_ITEMS, packed_state, season_in_domain
-from engine._season import SeasonReset, SeasonSchedule, seasons_crossed, toward_mean
+from engine._season import (
+    SeasonReset,
+    SeasonSchedule,
+    seasons_crossed,
+    stored_season,
+    toward_mean,
+)
 from engine._state import Snapshot
 from engine._tiers import display_tier_step
 from engine.params import TIER_COUNT
@@ -193,7 +199,7 @@ class EloModel:
         return season_reset(state, pool_mean, reset)
 
     def season_step(self, state: EloState, ts: int, seasons: SeasonSchedule) -> EloState:
-        season, crossed = seasons_crossed(seasons, state.season, ts)
+        season, crossed = seasons_crossed(seasons, state.season, ts, state.last_ts)
         if season == state.season:
             return state
         if state.n:
@@ -202,7 +208,7 @@ class EloModel:
         return msgspec.structs.replace(state, season=season)
 
     def in_season(self, state: EloState, seasons: SeasonSchedule, season: int) -> bool:
-        return state.season >= season
+        return stored_season(seasons, state.season, state.last_ts) >= season
 
     def default_sigma_raise(self) -> float:
         return 0.0

@@ -23,6 +23,7 @@ from engine._season import (
     SeasonSchedule,
     raised_capped,
     seasons_crossed,
+    stored_season,
     toward_mean,
 )
 from engine._state import Snapshot
@@ -98,7 +99,7 @@ class GaussianModel(Generic[G]):
         return season_reset(state, pool_mean, reset, self._sigma0)
 
     def season_step(self, state: G, ts: int, seasons: SeasonSchedule) -> G:
-        season, crossed = seasons_crossed(seasons, state.season, ts)
+        season, crossed = seasons_crossed(seasons, state.season, ts, state.last_ts)
         if season == state.season:
             return state
         if state.n:
@@ -107,7 +108,7 @@ class GaussianModel(Generic[G]):
         return msgspec.structs.replace(state, season=season)
 
     def in_season(self, state: G, seasons: SeasonSchedule, season: int) -> bool:
-        return state.season >= season
+        return stored_season(seasons, state.season, state.last_ts) >= season
 
     def default_sigma_raise(self) -> float:
         return self._sigma0 * SIGMA_RAISE_SHARE

@@ -31,6 +31,7 @@ from engine._season import (
     SeasonSchedule,
     raised_capped,
     seasons_crossed,
+    stored_season,
     toward_mean,
 )
 from engine._state import Snapshot
@@ -284,7 +285,7 @@ class Glicko2Model:
         return season_reset(state, pool_mean, reset, self.config)
 
     def season_step(self, state: Glicko2State, ts: int, seasons: SeasonSchedule) -> Glicko2State:
-        season, crossed = seasons_crossed(seasons, state.season, ts)
+        season, crossed = seasons_crossed(seasons, state.season, ts, state.last_ts)
         if season == state.season:
             return state
         if state.n:
@@ -293,7 +294,7 @@ class Glicko2Model:
         return msgspec.structs.replace(state, season=season)
 
     def in_season(self, state: Glicko2State, seasons: SeasonSchedule, season: int) -> bool:
-        return state.season >= season
+        return stored_season(seasons, state.season, state.last_ts) >= season
 
     def default_sigma_raise(self) -> float:
         return self.config.rd0 * SIGMA_RAISE_SHARE

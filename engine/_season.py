@@ -177,16 +177,40 @@ def soft_reset(
     )
 
 
+def stored_season(schedule: SeasonSchedule, season: int, last_ts: int | None) -> int:
+    """The season a model's player is in, read against `schedule`: the stored `season`, unless it
+    lies past the schedule's last season (len(starts)), then the season of `last_ts`, its last
+    counted kill's time (0 with none).
+
+    Past the schedule: a stored number the schedule does not have (the schedule deleted or
+    restored older than the players, a corrupt number). It is neither refused nor taken as is.
+    Refused as corrupt state, every event of every player with a season would be dead-lettered
+    after an operator deletes `{ns}:season_schedule` (the pool stops rating its veterans, where
+    an ADR pool, which reads the season from the player's times, goes on). Taken as is, the
+    player takes no reset until the schedule grows past the number: the seasons closed after the
+    schedule was deleted restart at 1 and the player skips their resets. Read from `last_ts`
+    (ADR's rule on the times the model keeps: the last counted time, not the largest, so a late
+    event at a season's start can put it one season low), the player takes the resets of the
+    starts after its last kill, as an ADR player does. A number within the schedule is taken as
+    stored: nothing tells a stale one from a true one there."""
+    if season <= len(schedule.starts):
+        return season
+    return 0 if last_ts is None else ladder_of(schedule, last_ts)
+
+
 def seasons_crossed(
-    schedule: SeasonSchedule, season: int, ts: int
+    schedule: SeasonSchedule, season: int, ts: int, last_ts: int | None
 ) -> tuple[int, tuple[SeasonStart, ...]]:
     """The rule of the models other than ADR, which store the season a player is in (the season
     of its largest counted event time, 0 by default) instead of reading it from `recent`: an
-    event at `ts` in a later season than `season` moves the player to it, through the starts it
-    crosses (their resets, in order, for a player with a counted event); an event of the same or
-    an earlier season (late, within the lateness) moves nothing. Returns (the season after the
-    event, the starts crossed)."""
+    event at `ts` in a later season than the player's (`stored_season` of `season` and
+    `last_ts`) moves the player to it, through the starts it crosses (their resets, in order,
+    for a player with a counted event); an event of the same or an earlier season (late, within
+    the lateness) moves nothing and keeps the stored number, even one past the schedule (so a
+    schedule restored later resets nobody twice). Returns (the season after the event, the
+    starts crossed)."""
+    current = stored_season(schedule, season, last_ts)
     target = ladder_of(schedule, ts)
-    if target <= season:
+    if target <= current:
         return season, ()
-    return target, schedule.starts[season:target]
+    return target, schedule.starts[current:target]

@@ -289,3 +289,65 @@ def test_model_book_with_adr_and_seasons_is_rating_book_bit_for_bit(
     assert generic.players() == book.players()
     assert generic.total_sigma_units == book.total_sigma_units
     assert generic.ladder == book.ladder
+
+
+# -- a stored season past the schedule (deleted, restored older than the players, corrupt) -----
+
+_TWO = SeasonSchedule(
+    (SeasonStart("s1", T0 + 10 * MIN, 950.0, SeasonReset(0.5, 200.0)),
+     SeasonStart("s2", T0 + 30 * MIN, 1050.0, SeasonReset(0.25, 100.0))),
+    2,
+)  # fmt: skip
+
+
+def _played(name: str, ts: int) -> Any:
+    """A player with one counted kill at `ts`, stored as the first season's."""
+    model = _model(name)
+    return model.rate(model.new_player(), model.new_player(), ts, 0, 2, _snapshot(name)).attacker
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("stored", [3, 7, 2**40])
+def test_a_season_past_the_schedule_is_read_from_the_last_kill_not_left_to_stop_the_resets(
+    name: str, stored: int
+) -> None:
+    """A stored season the schedule does not have (past its last, len(starts)) is the season of
+    the player's last counted kill: an event after the next start takes that start's reset, as
+    the same player with its true season takes it (bit for bit) and as an ADR player takes it
+    (from its times); before, the player took no reset until the schedule grew past the number.
+    The board of a season the player has not played in does not rank it."""
+    model = _model(name)
+    schedule = _scaled(_TWO, name)
+    for last_kill, event, crossed in (
+        (T0, T0 + 20 * MIN, 1),  # last kill in the first season, the event in s1: one reset
+        (T0, T0 + 40 * MIN, 2),  # absent through s1: both resets, in order
+        (T0 + 15 * MIN, T0 + 40 * MIN, 1),  # last kill in s1 (season 1 is true): s2's only
+    ):
+        player = _played(name, last_kill)
+        true = msgspec.structs.replace(player, season=ladder_of(schedule, last_kill))
+        past = msgspec.structs.replace(player, season=stored)
+        want = model.season_step(true, event, schedule)
+        assert want.season == ladder_of(schedule, event) and want != true  # the reset moved it
+        assert model.season_step(past, event, schedule) == want, (last_kill, event)
+        resets = [s for s in schedule.starts if last_kill < s.start_ms <= event]
+        assert len(resets) == crossed
+        season = ladder_of(schedule, event)
+        assert not model.in_season(past, schedule, season)  # not on a board it did not play
+        assert model.in_season(want, schedule, season)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_season_past_the_schedule_moves_nothing_within_the_schedule_and_is_kept(
+    name: str,
+) -> None:
+    """An event of the season the last kill is in keeps the state as it is, the number past the
+    schedule included (the same object: nothing written), so a schedule deleted and then
+    restored resets nobody twice; with no schedule at all (deleted) nothing resets either."""
+    model = _model(name)
+    schedule = _scaled(_TWO, name)
+    past = msgspec.structs.replace(_played(name, T0 + 35 * MIN), season=5)
+    assert model.season_step(past, T0 + 40 * MIN, schedule) is past
+    assert model.season_step(past, T0 + 40 * MIN, SeasonSchedule()) is past
+    restored = msgspec.structs.replace(past, season=2)  # the number the schedule gave it
+    assert model.season_step(restored, T0 + 40 * MIN, schedule) is restored
+    assert model.in_season(past, schedule, 2) and model.in_season(past, SeasonSchedule(), 0)
