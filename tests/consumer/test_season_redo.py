@@ -297,3 +297,63 @@ def test_on_redis_with_the_real_close_the_pool_and_its_board_are_the_books(
     assert sum(model.units(s) for s in book.players().values()) == book.total_sigma_units
     assert book.players() != rated.book(run, SeasonSchedule()).players()  # resets were taken
     client.close()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", ["elo", "glicko2", "trueskill", "weng-lin"])
+def test_a_deleted_schedule_then_a_new_season_resets_the_model_pools_veterans(
+    redis_url: str, unique_name: Callable[[str], str], name: str
+) -> None:
+    """The operator deletes `{ns}:season_schedule` of a model pool two seasons in (the players
+    store season 2) and closes a new season (the schedule's one start): each veteran's first
+    event of it takes that start's reset, as in an ADR pool, and stores the schedule's number,
+    1; a player without an event since keeps the number it had (nothing written). Before the
+    engine read a number past the schedule from the player's last kill, the veterans stayed in
+    season 2 and took no reset (docs/models.md, "A stored season past the schedule")."""
+    client = redis.Redis.from_url(redis_url)
+    keys = Keys(unique_name("deleted"))
+    rated = Rated.named(name)
+    model = rated.model
+    S.publish_snapshot(client, keys, rated.snapshot)
+    stamp_model(client, keys, model_stamp(name, model_parameters(model)))
+    store = Store(client, keys, TOPIC, PARAMS, model=model)
+    t0 = time.time_ns() // 1_000_000 - 50 * MIN  # inside the write's wall-clock horizon
+    offset = 0
+
+    def batch(*kills: tuple[str, str, int]) -> None:
+        nonlocal offset
+        items = []
+        for a, b, minute in kills:
+            ev = kill_event(id=f"e{offset}", arena="x", attacker=a, victim=b, ts=t0 + minute * MIN)
+            items.append(Accepted(0, offset, ev))
+            offset += 1
+        players, pairs, ids = _batch_reads(keys, items)
+        view = store.read_view(players, pairs, [0], None, ids)
+        store.write(rated.rate(items, {0: offset}, view, keys))
+
+    def close(season: str, next_id: str) -> SeasonSchedule:
+        close_season(client, keys.namespace, season, next_id, topics=(TOPIC,), reset=rated.reset)
+        return season_schedule(client, keys.namespace)
+
+    def stored(player: str) -> Any:
+        fields = decode_fields(client.hmget(keys.player(player), READ_FIELDS))
+        assert fields is not None
+        return model.from_fields(fields[0])
+
+    batch(("a", "b", 0), ("c", "d", 1))
+    close("s1", "s2")
+    batch(("a", "b", 5), ("c", "d", 6))
+    close("s2", "s3")
+    batch(("a", "b", 10), ("c", "d", 11))
+    assert {stored(p).season for p in "abcd"} == {2}
+    client.delete(keys.season_schedule)  # the operator
+    schedule = close("s3", "s4")  # the new schedule: one start, after minute 11
+    assert len(schedule.starts) == 1
+    before = {p: stored(p) for p in "abcd"}
+    batch(("a", "b", 15))
+    for p in "ab":  # the start's reset (the state moved), then the kill
+        crossed = model.season_step(before[p], t0 + 15 * MIN, schedule)
+        assert crossed.season == 1 and crossed != before[p]
+        assert stored(p).season == 1, p
+    assert stored("c") == before["c"] and stored("c").season == 2
+    client.close()
