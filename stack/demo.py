@@ -1,6 +1,7 @@
 """``adr demo``: the whole pipeline end to end, with a live leaderboard on stdout.
 
-Servers: ``KAFKA_BOOTSTRAP_SERVERS`` / ``REDIS_URL`` when set, else a local stack started here.
+Servers: ``KAFKA_BOOTSTRAP_SERVERS`` / ``REDIS_URL`` (or their ``_FILE`` forms) when set, else a
+local stack started here.
 Then it creates the topics and runs ``adr simulate`` (game servers), ``adr consume`` (ratings)
 ``adr calibrate --every`` (tiers), ``adr history`` (rating histories) and ``adr serve`` (the
 leaderboard API and page, whose address it prints on stdout) as child processes, and prints
@@ -20,9 +21,11 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
+from typing import Final
 
 from redis_layout import Keys
 from runtime import (
@@ -30,6 +33,7 @@ from runtime import (
     RuntimeConfigError,
     add_kafka_arguments,
     connect,
+    env_value,
     kafka_settings_from_args,
     redact_url,
 )
@@ -104,8 +108,7 @@ def run(args: argparse.Namespace) -> int:
     secured: SecuredStack | None = None
     try:
         kafka = kafka_settings_from_args(args)
-        bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
-        redis_url = os.environ.get("REDIS_URL", "").strip()
+        bootstrap, redis_url = servers_from_env(os.environ)
         urls = dict.fromkeys(("consumer", "tierjob", "reader", "history"), redis_url)
         if args.secured:
             _say("starting a secured Kafka broker (SASL_SSL) and redis-server (TLS, ACL) ...")
@@ -175,6 +178,24 @@ def _create_topics(
     return names
 
 
+KAFKA_ENV: Final = "KAFKA_BOOTSTRAP_SERVERS"
+REDIS_ENV: Final = "REDIS_URL"
+_SERVER_VARIABLES: Final = frozenset({
+    KAFKA_ENV, f"{KAFKA_ENV}_FILE", REDIS_ENV, f"{REDIS_ENV}_FILE", "ADR_KAFKA_CONFIG"
+})  # fmt: skip
+"""The operator's server variables, not passed to the children: they get the demo's own (a
+child given both KAFKA_BOOTSTRAP_SERVERS and its _FILE form would refuse to start)."""
+
+
+def servers_from_env(environ: Mapping[str, str]) -> tuple[str, str]:
+    """(Kafka bootstrap servers, Redis URL) as every `adr` command reads them: the variable, or
+    the file its `_FILE` form names (runtime.env_value; RuntimeConfigError where both are set
+    or the file cannot be read); "" for one not set, which the demo's local stack then serves."""
+    bootstrap = env_value(environ, KAFKA_ENV) or ""
+    redis_url = env_value(environ, REDIS_ENV) or ""
+    return bootstrap.strip(), redis_url.strip()
+
+
 def _write_secrets(folder: Path, kafka: KafkaSettings, urls: dict[str, str]) -> dict[str, Path]:
     """The children's credentials as 0600 files (never argv, which `ps` shows to everyone)."""
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -198,7 +219,7 @@ def _start_children(
     logs: Path,
     consume_port: int,
 ) -> list[_Child]:
-    env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "ADR_KAFKA_CONFIG")}
+    env = {k: v for k, v in os.environ.items() if k not in _SERVER_VARIABLES}
     env.update({
         "KAFKA_BOOTSTRAP_SERVERS": bootstrap,
         "ADR_KAFKA_CONFIG_FILE": str(secrets["kafka"]),

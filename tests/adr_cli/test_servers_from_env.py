@@ -34,7 +34,7 @@ AUDIT: dict[str, tuple[str, ...]] = {
     "replay": (),  # a file of events, the engine offline
     "evaluate": (),  # files and the engine offline
     "stack": (),  # starts the servers, prints their addresses
-    "demo": (KAFKA, REDIS),  # env, else a local stack of its own (tests/stack/test_stack_demo.py)
+    "demo": (KAFKA, REDIS),  # env (no flags), else a local stack of its own: test below
     "rebuild": (KAFKA, REDIS),
     "consume": (KAFKA, REDIS),
     "calibrate": (KAFKA, REDIS),
@@ -144,6 +144,26 @@ def _secret(tmp_path: Path) -> Path:
     path = tmp_path / "redis-url"
     path.write_text("redis://secret:6/0\n")
     return path
+
+
+def test_the_demo_takes_the_servers_the_environment_names_else_starts_its_own(
+    tmp_path: Path,
+) -> None:
+    """`adr demo` has no server flags: KAFKA_BOOTSTRAP_SERVERS and REDIS_URL, or their _FILE
+    forms as every other command reads them; "" (a local stack of its own) for one unset. The
+    run with them (the whole pipeline) is tests/stack/test_stack_demo.py's, on its own stack."""
+    from runtime import RuntimeConfigError
+    from stack.demo import servers_from_env
+
+    given = {KAFKA: "envhost:9092", REDIS: "redis://envhost:6379/0"}
+    assert servers_from_env(given) == (given[KAFKA], given[REDIS])
+    assert servers_from_env({}) == ("", "")
+    kafka_file, redis_file = tmp_path / "bootstrap", _secret(tmp_path)
+    kafka_file.write_text("filehost:9092\n")
+    files = {f"{KAFKA}_FILE": str(kafka_file), f"{REDIS}_FILE": str(redis_file)}
+    assert servers_from_env(files) == ("filehost:9092", "redis://secret:6/0")
+    with pytest.raises(RuntimeConfigError, match="keep one"):
+        servers_from_env({**given, **files})
 
 
 # --- the short commands, run for real against the session's servers ---------------------------
