@@ -18,6 +18,7 @@ from typing import Any, Final
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
+from runtime import KafkaSettings
 from schemas import KillEvent, Limits, Reason, SchemaError, check_key, decode_kill_event
 
 READ_BATCH: Final = 10_000
@@ -43,21 +44,28 @@ class LogRead:
     messages: int = 0
 
 
-def settings(bootstrap: str, group: str, extra: dict[str, str]) -> dict[str, object]:
-    """The reader's librdkafka settings: the consumer's guarded ones (read_committed, no auto
-    commit or reset), then the operator's --kafka-setting items."""
-    return {
+def settings(
+    bootstrap: str, group: str, extra: dict[str, str], kafka: KafkaSettings | None = None
+) -> dict[str, object]:
+    """The reader's librdkafka settings: ours (fetch sizes), the operator's `kafka` settings
+    (--kafka-config-file, --kafka-config, ADR_KAFKA_CONFIG_FILE, ADR_KAFKA_CONFIG: security,
+    tuning) under the consumer's guarded ones (read_committed, no auto commit or reset: a
+    conflicting value is KafkaSettingsError, as the consumer refuses it), then the --kafka-setting
+    items (the rebuild's own flag, applied last as before)."""
+    ours: dict[str, object] = {
+        "enable.partition.eof": False,
+        "fetch.max.bytes": 64 * 1024 * 1024,
+        "max.partition.fetch.bytes": 16 * 1024 * 1024,
+        "queued.max.messages.kbytes": 256 * 1024,
+    }
+    guarded: dict[str, object] = {
         "bootstrap.servers": bootstrap,
         "group.id": group,
         "enable.auto.commit": False,
         "auto.offset.reset": "error",
         "isolation.level": "read_committed",
-        "enable.partition.eof": False,
-        "fetch.max.bytes": 64 * 1024 * 1024,
-        "max.partition.fetch.bytes": 16 * 1024 * 1024,
-        "queued.max.messages.kbytes": 256 * 1024,
-        **extra,
     }
+    return {**(kafka or KafkaSettings()).apply(ours, guarded), **extra}
 
 
 def partitions_of(consumer: Consumer, topic: str, timeout: float) -> list[int]:

@@ -58,7 +58,7 @@ from redis_layout.event_ids import (
     CountingRules,
 )
 from redis_layout.player_codec import player_values
-from runtime import RedisUrlError, compiled
+from runtime import RedisUrlError, add_kafka_arguments, compiled, kafka_settings_from_args
 from runtime import connect as connect_redis
 from runtime.logs import kafka_logger
 from runtime.params import add_param_argument
@@ -113,7 +113,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "ADR_NAMESPACE, ADR_TOPIC, ADR_GROUP, ADR_LATENESS_MS, ADR_MAX_FUTURE_MS, the file's\n"
         "keys; flags > env > file > the consumer's defaults): run the consumer that continues\n"
         "the pool with the same ones. No other setting of the consumer is read (its [kafka]\n"
-        "table and ADR_KAFKA_CONFIG neither: --kafka-setting).\n\n"
+        "table neither). Kafka client settings (security, tuning): --kafka-config-file and\n"
+        "--kafka-config, env ADR_KAFKA_CONFIG_FILE and ADR_KAFKA_CONFIG, as adr check, topics\n"
+        "and history read them; a guarded one changed (isolation.level, group.id, ...) is a\n"
+        "usage error, as the consumer's; --kafka-setting items are applied last.\n\n"
         "Exit codes: 0 done (the pool is visible), 1 Kafka or Redis error (the namespace\n"
         "stays invisible; rerun), 2 usage error (bad --param, --model, --model-param,\n"
         "--snapshot file, value, config file), 3 the namespace holds keys that are not an\n"
@@ -156,12 +159,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "from ADR_MAX_AGE_MS or the file: the consumer's guard, against a later clock, "
         "would refuse the history it accepted)",
     )
+    add_kafka_arguments(parser)  # as adr check, topics, history: security, tuning
     parser.add_argument(
         "--kafka-setting",
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="a librdkafka setting of the reader (repeatable; e.g. security)",
+        help="a librdkafka setting of the reader (repeatable), applied last, over the guarded "
+        "ones too",
     )
     parser.add_argument(
         "--commands-per-round",
@@ -209,6 +214,9 @@ def run(args: argparse.Namespace) -> int:
             args.kafka_setting,
             lambda item: ParamError(f"--kafka-setting expects NAME=VALUE, got {item!r}"),
         )
+        conf = _rebuild_log.settings(
+            args.bootstrap_servers, args.group, extra, kafka_settings_from_args(args)
+        )  # a file that cannot be read, a guarded key changed: usage (RuntimeConfigError)
         if model.name != MODELS[0]:
             why_not: str | None = f"the native core rates {MODELS[0]} only, not {model.name}"
         elif seasons.starts:
@@ -245,7 +253,6 @@ def run(args: argparse.Namespace) -> int:
         # A round of bulk commands can keep a busy Redis from reading for longer than redis-py's
         # default 5 s socket timeout (seen on a loaded machine: "Timeout writing to socket").
         client = connect_redis(args.redis_url, args.namespace, socket_timeout=_WRITE_TIMEOUT_S)
-        conf = _rebuild_log.settings(args.bootstrap_servers, args.group, extra)
         conf["logger"] = KAFKA_LOG  # librdkafka's own lines as JSON log lines
         consumer = Consumer(conf)
     except (redis.RedisError, KafkaException, RedisUrlError, ValueError) as exc:

@@ -608,7 +608,9 @@ def test_usage_errors_exit_2_before_touching_kafka_or_redis(tmp_path: Path) -> N
                   ["--model", "glicko3"], ["--model-param", "k=24"],  # adr takes --param
                   ["--model", "elo", "--model-param", "no_such=1"],
                   ["--model", "elo", "--core", "native"],  # the core rates adr only
-                  ["--seasons", str(seasons), "--core", "native"]):  # fmt: skip
+                  ["--seasons", str(seasons), "--core", "native"],
+                  ["--kafka-config", "isolation.level=read_uncommitted"],  # the consumer's guard
+                  ["--kafka-config-file", str(tmp_path / "absent.properties")]):  # fmt: skip
         done = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2, (extra, done.stderr[-2000:])
         assert '"event":"usage"' in done.stderr

@@ -5,6 +5,7 @@ API; the processes get the settings only from `--kafka-config-file` / `--kafka-c
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -100,6 +101,18 @@ def test_all_processes_over_sasl_ssl_and_mutual_tls(
                    "--kafka-config-file", sasl_file, "--replication-factor", "1",
                    "--partitions", "2", *topic_flags)  # fmt: skip
     assert checked.returncode == 0, checked.stdout
+
+    # adr rebuild run as docs/operations.md says, the environment alone naming the servers,
+    # the Kafka client settings and the pool (ADR_KAFKA_CONFIG_FILE: the SASL user's)
+    rebuilt_ns = unique_name("ns")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ADR_")}
+    env |= {"KAFKA_BOOTSTRAP_SERVERS": broker.sasl_bootstrap, "REDIS_URL": redis_url,
+            "ADR_KAFKA_CONFIG_FILE": sasl_file, "ADR_NAMESPACE": rebuilt_ns,
+            "ADR_TOPIC": names["kill"], "ADR_GROUP": unique_name("g")}  # fmt: skip
+    rebuilt = subprocess.run([sys.executable, "-m", "adr_cli.main", "rebuild"], env=env,
+                             capture_output=True, text=True, timeout=180)  # fmt: skip
+    assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
+    assert sum(S.applied_offsets(client, Keys(rebuilt_ns), names["kill"]).values()) == EVENTS
 
 
 def test_a_wrong_password_or_a_missing_certificate_is_refused_without_showing_it(
