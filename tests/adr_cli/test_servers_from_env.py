@@ -150,8 +150,9 @@ def test_the_demo_takes_the_servers_the_environment_names_else_starts_its_own(
     tmp_path: Path,
 ) -> None:
     """`adr demo` has no server flags: KAFKA_BOOTSTRAP_SERVERS and REDIS_URL, or their _FILE
-    forms as every other command reads them; "" (a local stack of its own) for one unset. The
-    run with them (the whole pipeline) is tests/stack/test_stack_demo.py's, on its own stack."""
+    forms as every other command reads them; "" (a local stack of its own) for one unset. Not
+    run here: the whole pipeline is tests/stack/test_stack_demo.py's (with the variables unset,
+    on a stack the demo starts)."""
     from runtime import RuntimeConfigError
     from stack.demo import servers_from_env
 
