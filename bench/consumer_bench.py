@@ -39,6 +39,7 @@ BUILD = compiled.activate()  # first, as `adr` does: ADR_COMPILED=0 before the i
 import hiredis
 import redis
 from _cpu import CpuMeter
+from _stack import bench_servers
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -412,15 +413,8 @@ def main() -> int:
     from schemas import Limits
 
     _LIMITS = Limits(max_age_ms=4 * HOUR_MS)
-    stack = None
-    bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
-    redis_url = os.environ.get("REDIS_URL")
-    if not (bootstrap and redis_url):
-        from stack import LocalStack
-
-        stack = LocalStack()
-        bootstrap, redis_url = stack.kafka_bootstrap(), stack.redis_url()
-    try:
+    with bench_servers() as servers:
+        bootstrap, redis_url = servers.kafka_bootstrap, servers.redis_url
         params = Params()
         topic = make_topic(bootstrap, args.partitions)
         cfg = SimConfig(arenas=args.arenas, players=args.players, events=args.events, seed=1,
@@ -502,9 +496,6 @@ def main() -> int:
         }
         print(json.dumps(report, indent=2))
         return 0
-    finally:
-        if stack is not None:
-            stack.stop()
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from runtime import compiled
 
 BUILD = compiled.activate()
 
+from _stack import bench_servers
 from confluent_kafka import Consumer, TopicPartition
 from consumer_bench import HOUR_MS, make_topic, now_ms, produce_all, say
 
@@ -97,15 +98,8 @@ def main() -> int:
     )
     ap.add_argument("--runs", type=int, default=1, help="rebuilds per core (default 1)")
     args = ap.parse_args()
-    stack = None
-    bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
-    redis_url = os.environ.get("REDIS_URL")
-    if not (bootstrap and redis_url):
-        from stack import LocalStack
-
-        stack = LocalStack()
-        bootstrap, redis_url = stack.kafka_bootstrap(), stack.redis_url()
-    try:
+    with bench_servers() as servers:
+        bootstrap, redis_url = servers.kafka_bootstrap, servers.redis_url
         topic = make_topic(bootstrap, args.partitions)
         cfg = SimConfig(arenas=args.arenas, players=args.players, events=args.events, seed=1,
                         start_ts=now_ms() - HOUR_MS, spacing_ms=HOUR_MS / args.events,
@@ -145,9 +139,6 @@ def main() -> int:
                 })  # fmt: skip
         report = reports[0] if len(reports) == 1 else reports
         print(json.dumps(report, indent=2))
-    finally:
-        if stack is not None:
-            stack.stop()
     return 0
 
 

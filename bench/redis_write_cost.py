@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import re
 import statistics
 import sys
@@ -51,6 +50,7 @@ BUILD = compiled.activate()
 import hiredis
 import msgspec
 import redis
+from _stack import bench_servers
 
 import consumer._store as store_module
 from consumer._batch import Plan, rate_batch
@@ -370,13 +370,11 @@ def main() -> int:
     ap.add_argument("--arenas", type=int, default=1000)
     ap.add_argument("--repeats", type=int, default=2, help="replays of each variant (median)")
     args = ap.parse_args()
-    stack = None
-    redis_url = os.environ.get("REDIS_URL")
-    if not redis_url:
-        from stack import LocalStack
+    with bench_servers(kafka=False) as servers:
+        return _measure(args, servers.redis_url)
 
-        stack = LocalStack()
-        redis_url = stack.redis_url()
+
+def _measure(args: argparse.Namespace, redis_url: str) -> int:
     client = redis.Redis.from_url(redis_url)
     namespace = f"rw{uuid.uuid4().hex[:8]}"
     try:
@@ -401,8 +399,6 @@ def main() -> int:
         return 0
     finally:
         client.close()
-        if stack is not None:
-            stack.stop()
 
 
 if __name__ == "__main__":

@@ -40,10 +40,10 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from _stack import bench_servers
 
 from redis_layout import Keys
 from redis_layout.meta_codec import encode_meta
-from stack import LocalStack
 from stack._ports import free_port
 from stack._topics import TopicAdmin
 
@@ -131,12 +131,13 @@ def main() -> int:
     args = ap.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="serve-load-"))
-    bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "")
-    redis_url = os.environ.get("REDIS_URL", "")
-    local = None
-    if not (bootstrap and redis_url):
-        local = LocalStack(work / "stack")
-        bootstrap, redis_url = local.kafka_bootstrap(), local.redis_url()
+    with bench_servers(workdir=work / "stack") as servers:
+        result = _load(args, work, servers.kafka_bootstrap, servers.redis_url)
+    print(json.dumps(result))
+    return 0 if result.get("consumer_running") else 1
+
+
+def _load(args: argparse.Namespace, work: Path, bootstrap: str, redis_url: str) -> dict[str, Any]:
     ns = f"load-{uuid.uuid4().hex[:6]}"
     topic = f"{ns}-kills"
     env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "REDIS_URL": redis_url,
@@ -258,10 +259,7 @@ def main() -> int:
                 proc.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        if local is not None:
-            local.stop()
-    print(json.dumps(result))
-    return 0 if result.get("consumer_running") else 1
+    return result
 
 
 if __name__ == "__main__":

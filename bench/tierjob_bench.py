@@ -40,6 +40,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import redis  # noqa: E402
+from _stack import bench_servers  # noqa: E402
 
 from engine import Params  # noqa: E402
 from redis_layout import Keys  # noqa: E402
@@ -150,80 +151,75 @@ def main(argv: list[str] | None = None) -> int:
     if p_start < args.active:
         ap.error("every P must be >= --active")
 
-    stack = None
-    url = args.redis_url
-    if not url:
-        from stack import LocalStack
+    with bench_servers(kafka=False, redis_url=args.redis_url) as servers:
+        url = servers.redis_url
+        if servers.started:
+            log(f"started a private redis-server at {url}")
+        client = redis.Redis.from_url(url)
+        keys = Keys.of(f"bench-tierjob-{os.getpid()}")
+        params = Params()
+        config = Config(
+            namespace=keys.namespace, params=params, holder_id="bench", read_chunk=args.chunk
+        )
+        job = Calibrator(client, config)
+        now = T0
+        cutoff = now - params.active_ms
+        figures: dict[str, object] = {"players": args.players, "active": args.active}
+        figures["chunk"] = args.chunk
+        try:
+            pop = Population(client, keys, args.seed)
+            started = time.perf_counter()
+            # Active players' activity lies in the last 6 days, well clear of the cutoffs below.
+            pop.add(args.active, (now - 6 * DAY_MS, now))
+            pop.add(p_start - args.active, (now - 60 * DAY_MS, cutoff - 10 * DAY_MS))
+            took = time.perf_counter() - started
+            log(f"loaded P={pop.count:,} (A={args.active:,}) in {took:.1f} s")
 
-        stack = LocalStack()
-        url = stack.redis_url()
-        log(f"started a private redis-server at {url}")
-    client = redis.Redis.from_url(url)
-    keys = Keys.of(f"bench-tierjob-{os.getpid()}")
-    params = Params()
-    config = Config(
-        namespace=keys.namespace, params=params, holder_id="bench", read_chunk=args.chunk
-    )
-    job = Calibrator(client, config)
-    now = T0
-    cutoff = now - params.active_ms
-    figures: dict[str, object] = {"players": args.players, "active": args.active}
-    figures["chunk"] = args.chunk
-    try:
-        pop = Population(client, keys, args.seed)
-        started = time.perf_counter()
-        # Active players' activity lies in the last 6 days, well clear of the cutoffs below.
-        pop.add(args.active, (now - 6 * DAY_MS, now))
-        pop.add(p_start - args.active, (now - 60 * DAY_MS, cutoff - 10 * DAY_MS))
-        log(f"loaded P={pop.count:,} (A={args.active:,}) in {time.perf_counter() - started:.1f} s")
+            first = timed(job, client, now)
+            assert first["active_count"] == args.active, first
+            steady = medians([timed(job, client, now) for _ in range(args.repeat)])
+            print(show(f"steady state, P={pop.count:,} A={args.active:,}", steady))
+            figures["steady"] = steady
+            figures["steady_heap_peak_mib"] = heap_peak_mib(job, now)
+            print(f"  heap peak of one calibration: {figures['steady_heap_peak_mib']} MiB")
 
-        first = timed(job, client, now)
-        assert first["active_count"] == args.active, first
-        steady = medians([timed(job, client, now) for _ in range(args.repeat)])
-        print(show(f"steady state, P={pop.count:,} A={args.active:,}", steady))
-        figures["steady"] = steady
-        figures["steady_heap_peak_mib"] = heap_peak_mib(job, now)
-        print(f"  heap peak of one calibration: {figures['steady_heap_peak_mib']} MiB")
+            rows_e = []
+            for e in expired_steps:
+                runs = []
+                for _ in range(args.repeat):
+                    # E players active now whose activity lies in the next E ms past the cutoff.
+                    pop.add(e, (cutoff + 1, cutoff + max(e, 1)))
+                    timed(job, client, now)  # publishes with them active
+                    now += max(e, 1)
+                    cutoff = now - params.active_ms
+                    summary = timed(job, client, now)
+                    assert summary["active_count"] == args.active
+                    runs.append(summary)
+                rows_e.append({"expired": e} | medians(runs))
+                print(show(f"  E={e:>9,} newly expired", rows_e[-1]))
+            figures["by_expired"] = rows_e
 
-        rows_e = []
-        for e in expired_steps:
-            runs = []
-            for _ in range(args.repeat):
-                # E players active now whose activity lies in the next E ms past the cutoff.
-                pop.add(e, (cutoff + 1, cutoff + max(e, 1)))
-                timed(job, client, now)  # publishes with them active
-                now += max(e, 1)
-                cutoff = now - params.active_ms
-                summary = timed(job, client, now)
-                assert summary["active_count"] == args.active
-                runs.append(summary)
-            rows_e.append({"expired": e} | medians(runs))
-            print(show(f"  E={e:>9,} newly expired", rows_e[-1]))
-        figures["by_expired"] = rows_e
-
-        rows_p = []
-        for target in sorted({max(t, pop.count) for t in grow}):
-            if target > pop.count:
-                pop.add(target - pop.count, (now - 90 * DAY_MS, now - 70 * DAY_MS))
-            runs = [timed(job, client, now) for _ in range(args.repeat)]
-            assert all(r["active_count"] == args.active for r in runs)
-            rows_p.append({"players": pop.count} | medians(runs))
-            print(show(f"  P={pop.count:>9,} (A={args.active:,}, E=0)", rows_p[-1]))
-        figures["by_players"] = rows_p
-        figures["first_run_s"] = first["total_s"]
-        verdict = "meets" if steady["total_s"] <= 1.0 else "MISSES"
-        print(f"steady-state calibration {steady['total_s']:.3f} s: {verdict} the 1 s target")
-        per = steady["read_s"] / max(1, args.active) * 1e6
-        print(f"read of μ over A: {per:.2f} µs per active player")
-        print(json.dumps(figures))
-    finally:
-        batch = list(client.scan_iter(match=keys.match_all, count=BATCH))
-        for i in range(0, len(batch), BATCH):
-            client.delete(*batch[i : i + BATCH])
-        client.unlink(keys.activity)
-        client.close()
-        if stack is not None:
-            stack.stop()
+            rows_p = []
+            for target in sorted({max(t, pop.count) for t in grow}):
+                if target > pop.count:
+                    pop.add(target - pop.count, (now - 90 * DAY_MS, now - 70 * DAY_MS))
+                runs = [timed(job, client, now) for _ in range(args.repeat)]
+                assert all(r["active_count"] == args.active for r in runs)
+                rows_p.append({"players": pop.count} | medians(runs))
+                print(show(f"  P={pop.count:>9,} (A={args.active:,}, E=0)", rows_p[-1]))
+            figures["by_players"] = rows_p
+            figures["first_run_s"] = first["total_s"]
+            verdict = "meets" if steady["total_s"] <= 1.0 else "MISSES"
+            print(f"steady-state calibration {steady['total_s']:.3f} s: {verdict} the 1 s target")
+            per = steady["read_s"] / max(1, args.active) * 1e6
+            print(f"read of μ over A: {per:.2f} µs per active player")
+            print(json.dumps(figures))
+        finally:
+            batch = list(client.scan_iter(match=keys.match_all, count=BATCH))
+            for i in range(0, len(batch), BATCH):
+                client.delete(*batch[i : i + BATCH])
+            client.unlink(keys.activity)
+            client.close()
     return 0
 
 
