@@ -36,6 +36,7 @@ from consumer.config import (
     add_model_arguments,
     add_shared_arguments,
     engine_params_from_args,
+    kafka_settings_of_consumer,
     model_from_args,
     shared_settings_from_args,
 )
@@ -58,7 +59,7 @@ from redis_layout.event_ids import (
     CountingRules,
 )
 from redis_layout.player_codec import player_values
-from runtime import RedisUrlError, add_kafka_arguments, compiled, kafka_settings_from_args
+from runtime import RedisUrlError, add_kafka_arguments, compiled, redact_text
 from runtime import connect as connect_redis
 from runtime.logs import kafka_logger
 from runtime.params import add_param_argument
@@ -112,15 +113,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "consumer's road too (KAFKA_BOOTSTRAP_SERVERS, REDIS_URL or REDIS_URL_FILE,\n"
         "ADR_NAMESPACE, ADR_TOPIC, ADR_GROUP, ADR_LATENESS_MS, ADR_MAX_FUTURE_MS, the file's\n"
         "keys; flags > env > file > the consumer's defaults): run the consumer that continues\n"
-        "the pool with the same ones. No other setting of the consumer is read (its [kafka]\n"
-        "table neither). Kafka client settings (security, tuning): --kafka-config-file and\n"
-        "--kafka-config, env ADR_KAFKA_CONFIG_FILE and ADR_KAFKA_CONFIG, as adr check, topics\n"
-        "and history read them; a guarded one changed (isolation.level, group.id, ...) is a\n"
-        "usage error, as the consumer's; --kafka-setting items are applied last.\n\n"
+        "the pool with the same ones. Kafka client settings (security, tuning) by the\n"
+        "consumer's road too: the config file's [kafka] table, then --kafka-config-file or\n"
+        "ADR_KAFKA_CONFIG_FILE, ADR_KAFKA_CONFIG, --kafka-config (later wins); a bad [kafka]\n"
+        "value, or a guarded setting changed (isolation.level, group.id, ...), is a usage\n"
+        "error, as the consumer's; --kafka-setting items are applied last. No other setting\n"
+        "of the consumer is read.\n\n"
         "Exit codes: 0 done (the pool is visible), 1 Kafka or Redis error (the namespace\n"
         "stays invisible; rerun), 2 usage error (bad --param, --model, --model-param,\n"
-        "--snapshot file, value, config file), 3 the namespace holds keys that are not an\n"
-        "unfinished rebuild's."
+        "--snapshot file, value, config file, a Kafka setting librdkafka refuses), 3 the\n"
+        "namespace holds keys that are not an unfinished rebuild's."
     )
     add_shared_arguments(parser, _SHARED, _SHARED_HELP)  # adr consume's flags, env, file
     add_param_argument(parser)
@@ -159,7 +161,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "from ADR_MAX_AGE_MS or the file: the consumer's guard, against a later clock, "
         "would refuse the history it accepted)",
     )
-    add_kafka_arguments(parser)  # as adr check, topics, history: security, tuning
+    add_kafka_arguments(parser)  # as adr consume: security, tuning (over the file's [kafka])
     parser.add_argument(
         "--kafka-setting",
         action="append",
@@ -215,8 +217,8 @@ def run(args: argparse.Namespace) -> int:
             lambda item: ParamError(f"--kafka-setting expects NAME=VALUE, got {item!r}"),
         )
         conf = _rebuild_log.settings(
-            args.bootstrap_servers, args.group, extra, kafka_settings_from_args(args)
-        )  # a file that cannot be read, a guarded key changed: usage (RuntimeConfigError)
+            args.bootstrap_servers, args.group, extra, kafka_settings_of_consumer(args)
+        )  # a file or [kafka] that cannot be read (ConsumerError), a guarded key changed: usage
         if model.name != MODELS[0]:
             why_not: str | None = f"the native core rates {MODELS[0]} only, not {model.name}"
         elif seasons.starts:
@@ -249,13 +251,18 @@ def run(args: argparse.Namespace) -> int:
         encoding = _rebuild_pool.model_encoding(model)
     stamp = model_stamp(model.name, model_parameters(model))  # {ns}:model, as `adr consume`
     keys = Keys(args.namespace)
+    conf["logger"] = KAFKA_LOG  # librdkafka's own lines as JSON log lines
+    try:  # no broker is asked yet: a refusal here is of a setting, as the consumer's exit 2
+        consumer = Consumer(conf)
+    except KafkaException as exc:
+        _log("error", "usage", message=redact_text(str(exc)))
+        return EXIT_USAGE
     try:
         # A round of bulk commands can keep a busy Redis from reading for longer than redis-py's
         # default 5 s socket timeout (seen on a loaded machine: "Timeout writing to socket").
         client = connect_redis(args.redis_url, args.namespace, socket_timeout=_WRITE_TIMEOUT_S)
-        conf["logger"] = KAFKA_LOG  # librdkafka's own lines as JSON log lines
-        consumer = Consumer(conf)
-    except (redis.RedisError, KafkaException, RedisUrlError, ValueError) as exc:
+    except (redis.RedisError, RedisUrlError, ValueError) as exc:
+        consumer.close()
         _log("error", "connect_failed", message=str(exc))
         return EXIT_IO
     try:

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from consumer._errors import ConsumerError
 from engine import DEFAULT_LATENESS_MS, MODELS, ParamError, Params, RatingModel, model_named
-from runtime import KafkaSettings, RuntimeConfigError
+from runtime import KafkaSettings, RuntimeConfigError, kafka_settings_from_args
 from runtime.service import (
     SECTIONS,
     add_service_arguments,
@@ -279,9 +279,9 @@ def shared_settings_from_args(
     """name -> value of the settings `names` as `adr consume` would read them with the same
     flags (`add_shared_arguments`), environment and config file (its top level and `[consume]`):
     flags > env > file > Config's defaults. Only those settings are read and checked (a bad
-    `ADR_BATCH_SIZE` is the consumer's problem, not this command's; the file's `[kafka]` is not
-    read); the file's keys must still be the consumer's. ConsumerError for a setting or file
-    that cannot be read."""
+    `ADR_BATCH_SIZE` is the consumer's problem, not this command's; the file's `[kafka]` is
+    `kafka_settings_of_consumer`'s); the file's keys must still be the consumer's.
+    ConsumerError for a setting or file that cannot be read."""
     env = os.environ if environ is None else environ
     others = tuple(t for t in SECTIONS if t != "consume")
     try:
@@ -326,6 +326,24 @@ def engine_params_from_args(
     except RuntimeConfigError as exc:
         raise ConsumerError(str(exc)) from exc
     return Params.from_overrides(param_overrides_from_args(args, env, tables))
+
+
+def kafka_settings_of_consumer(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> KafkaSettings:
+    """The operator's Kafka client settings `adr consume` would run with the same config file
+    (`--config`, `ADR_CONFIG_FILE`: its `[kafka]` table), `--kafka-config-file` or
+    `ADR_KAFKA_CONFIG_FILE`, `ADR_KAFKA_CONFIG` and `--kafka-config`, later wins, by
+    `adr consume`'s own road (runtime.service.service_config): for a command that reads the
+    pool's topic as its consumer does (`adr rebuild`, whose guarded keys are then applied as the
+    consumer's). ConsumerError for a file or a `[kafka]` value that cannot be read."""
+    env = os.environ if environ is None else environ
+    try:
+        path = config_path(args, env)
+        tables = read_shared_tables(path) if path else None
+        return kafka_settings_from_args(args, env, tables.kafka if tables else None)
+    except RuntimeConfigError as exc:
+        raise ConsumerError(str(exc)) from exc
 
 
 def model_from_args(

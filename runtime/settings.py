@@ -253,8 +253,8 @@ def read_shared_tables(path: Path, *, kafka: bool = True) -> SharedTables:
     `[kafka]` values must be strings, numbers or booleans (librdkafka takes text); a nested
     table or an array there, or a table that is not a table, raises SettingsError. Without
     `kafka`, that table is neither read nor checked (left empty): for a command that takes only
-    the engine parameters of the file (`adr rebuild`, the short commands), which a bad `[kafka]`
-    must not stop."""
+    the engine parameters of the file (the short commands), which a bad `[kafka]` must not
+    stop."""
     table = _load(path)
     found: dict[str, dict[str, Any]] = {}
     for name in SHARED_TABLES if kafka else ("params",):

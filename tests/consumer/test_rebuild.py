@@ -406,8 +406,7 @@ def test_the_consumers_pool_and_counting_settings_reach_the_rebuild_and_its_flag
     file (top-level keys, its [consume] table) it builds the consumer's namespace from its
     topic, commits its group's offsets and counts as it does (an event 5 s behind the
     watermark is late under lateness_ms 1000; one 10 min ahead passes ADR_MAX_FUTURE_MS 1 h);
-    a bad [kafka] table and a bad setting only the consumer uses do not stop it; its own flags
-    win over both."""
+    a bad setting only the consumer uses does not stop it; its own flags win over both."""
     from confluent_kafka import Consumer, TopicPartition
 
     events = S.events(40, players=12, arenas=3, seed=43)
@@ -421,8 +420,7 @@ def test_the_consumers_pool_and_counting_settings_reach_the_rebuild_and_its_flag
     ns, group = unique_name("ns"), unique_name("g")
     file = tmp_path / "adr.toml"
     file.write_text(
-        f'namespace = "{ns}"\ntopic = "{topic}"\n[kafka]\n"socket.timeout.ms" = [1]\n'
-        f'[consume]\nlateness_ms = 1000\ngroup = "{group}"\n'
+        f'namespace = "{ns}"\ntopic = "{topic}"\n[consume]\nlateness_ms = 1000\ngroup = "{group}"\n'
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith("ADR_")}
     env |= {"ADR_CONFIG_FILE": str(file), "ADR_MAX_FUTURE_MS": "3600000", "ADR_BATCH_SIZE": "x"}
@@ -454,6 +452,65 @@ def test_the_consumers_pool_and_counting_settings_reach_the_rebuild_and_its_flag
                   "--max-future-ms", "60000")  # fmt: skip
     assert (got["namespace"], got["late"], got["dead_lettered"]) == (ns2, 0, {"ts_out_of_range": 1})
     assert committed(group2) == len(events) + 2
+
+
+def test_the_consumers_kafka_table_reaches_the_rebuild_under_the_properties_file_and_pairs(
+    kafka_bootstrap: str, redis_url: str, kafka_admin, unique_name, tmp_path: Path
+) -> None:
+    """`adr rebuild` reads the config file's [kafka] table as `adr consume` does, so a consumer
+    secured through its file is rebuilt with the same file: alone, the file's settings reach the
+    reader (librdkafka's debug lines it asks for; a protocol librdkafka refuses is exit 2 naming
+    it, before any broker is asked); the properties file, ADR_KAFKA_CONFIG and --kafka-config
+    each win over it (the consumer's order) and the rebuild builds the pool from the topic."""
+    events = S.events(20, players=6, arenas=2, seed=47)
+    topic = kafka_admin.create(unique_name("kill-events"), partitions=1)
+    S.produce(kafka_bootstrap, topic, S.encoded(events))
+    file = tmp_path / "adr.toml"
+    file.write_text(
+        f'topic = "{topic}"\n[kafka]\ndebug = "metadata"\n"security.protocol" = "no_such"\n'
+    )
+    properties = tmp_path / "client.properties"
+    properties.write_text("# the consumer's properties file\nsecurity.protocol=plaintext\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ADR_")}
+    env |= {"ADR_CONFIG_FILE": str(file), "ADR_LOG_LEVEL": "debug"}
+    snapshot = str(_snapshot_file(tmp_path))
+    client = redis.Redis.from_url(redis_url)
+
+    def rebuild(
+        more_env: dict[str, str], *flags: str
+    ) -> tuple[str, subprocess.CompletedProcess[str]]:
+        ns = unique_name("ns")
+        cmd = [sys.executable, "-m", "adr_cli.main", "rebuild", "--bootstrap-servers",
+               kafka_bootstrap, "--redis-url", redis_url, "--namespace", ns, "--group",
+               unique_name("g"), "--snapshot", snapshot, *flags]  # fmt: skip
+        done = subprocess.run(
+            cmd, env={**env, **more_env}, capture_output=True, text=True, timeout=120
+        )
+        return ns, done
+
+    ns, refused = rebuild({})
+    assert refused.returncode == 2, refused.stderr[-3000:]
+    said = [json.loads(line) for line in refused.stderr.splitlines() if line.startswith("{")]
+    usage = [line["message"] for line in said if line.get("event") == "usage"]
+    assert len(usage) == 1 and '"no_such"' in usage[0] and "security.protocol" in usage[0], said
+    assert not client.keys(f"{ns}:*")
+
+    for more_env, flags in (
+        ({"ADR_KAFKA_CONFIG_FILE": str(properties)}, ()),
+        ({"ADR_KAFKA_CONFIG": "security.protocol=plaintext"}, ()),
+        ({"ADR_KAFKA_CONFIG": "security.protocol=no_such"},
+         ("--kafka-config", "security.protocol=PLAINTEXT")),
+    ):  # fmt: skip
+        ns, done = rebuild(more_env, *flags)
+        assert done.returncode == 0, (more_env, flags, done.stderr[-3000:])
+        assert sum(S.applied_offsets(client, Keys(ns), topic).values()) == len(events)
+        said = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+        kafka_debug = [
+            line for line in said
+            if line.get("logger") == "adr.rebuild.kafka" and line.get("level") == "debug"
+        ]  # fmt: skip
+        assert kafka_debug, done.stderr[-3000:]  # the file's `debug`, not overridden, applied
+    client.close()
 
 
 def test_a_namespace_with_keys_is_refused_and_left_alone(
@@ -601,6 +658,15 @@ def test_usage_errors_exit_2_before_touching_kafka_or_redis(tmp_path: Path) -> N
     bad_snapshot.write_text("{}")
     seasons = tmp_path / "seasons.json"  # one season start: the native core applies none
     seasons.write_text(encode_schedule(SeasonSchedule((SeasonStart("s2", 1_000, 1000.0),), 1)))
+    kafka_tables = {  # the consumer's config file's [kafka], read as the consumer reads it
+        "guarded": '[kafka]\n"isolation.level" = "read_uncommitted"\n',  # the consumer's guard
+        "unreadable": '[kafka]\n"socket.timeout.ms" = [1]\n',  # an array: no librdkafka text
+        "unknown": '[kafka]\n"no.such.setting" = "1"\n',  # librdkafka's refusal
+    }
+    configs = []
+    for name, text in kafka_tables.items():
+        (tmp_path / f"{name}.toml").write_text(text)
+        configs.append(["--config", str(tmp_path / f"{name}.toml")])
     for extra in (["--param", "no_such=1"], ["--snapshot", str(bad_snapshot)],
                   ["--commands-per-round", "0"], ["--lateness-ms", "-1"],
                   ["--model", "elo", "--profile", "general"],  # adr's pair_decay: no loads
@@ -610,7 +676,9 @@ def test_usage_errors_exit_2_before_touching_kafka_or_redis(tmp_path: Path) -> N
                   ["--model", "elo", "--core", "native"],  # the core rates adr only
                   ["--seasons", str(seasons), "--core", "native"],
                   ["--kafka-config", "isolation.level=read_uncommitted"],  # the consumer's guard
-                  ["--kafka-config-file", str(tmp_path / "absent.properties")]):  # fmt: skip
+                  ["--kafka-config-file", str(tmp_path / "absent.properties")],
+                  ["--kafka-config", "no.such.setting=1"],
+                  *configs):  # fmt: skip
         done = subprocess.run([*base, *extra], capture_output=True, text=True, timeout=60)
         assert done.returncode == 2, (extra, done.stderr[-2000:])
         assert '"event":"usage"' in done.stderr
