@@ -1,6 +1,7 @@
 """Every Kafka process against a real broker secured two ways: SASL_SSL with SCRAM-SHA-256, and
 mutual TLS. Certificates are made at test time with openssl, the SCRAM user through the admin
-API; the processes get the settings only from `--kafka-config-file` / `--kafka-config`."""
+API; the processes get the settings only from `--kafka-config-file` / `--kafka-config` (and
+`adr rebuild` also from the consumer's config file's `[kafka]` table)."""
 
 from __future__ import annotations
 
@@ -113,6 +114,32 @@ def test_all_processes_over_sasl_ssl_and_mutual_tls(
                              capture_output=True, text=True, timeout=180)  # fmt: skip
     assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
     assert sum(S.applied_offsets(client, Keys(rebuilt_ns), names["kill"]).values()) == EVENTS
+
+    # ... and with the consumer's config file, secured as docs/operations.md says: the servers,
+    # the pool and the [kafka] table in the file, the password alone in a properties file
+    # (ADR_KAFKA_CONFIG_FILE, a Secret's), merged as the consumer merges them
+    sasl = broker.sasl_settings(USER, PASSWORD)
+    password = _properties(
+        tmp_path / "password.properties", {"sasl.password": sasl["sasl.password"]}
+    )
+    kafka_table = "".join(f'"{k}" = "{v}"\n' for k, v in sasl.items() if k != "sasl.password")
+    file_ns = unique_name("ns")
+    file = tmp_path / "adr.toml"
+    file.write_text(
+        f'bootstrap_servers = "{broker.sasl_bootstrap}"\nredis_url = "{redis_url}"\n'
+        f'namespace = "{file_ns}"\ntopic = "{names["kill"]}"\n'
+        f'group = "{unique_name("g")}"\n[kafka]\n{kafka_table}'
+    )
+    named = ("KAFKA_BOOTSTRAP_SERVERS", "REDIS_URL")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ADR_") and k not in named}
+    rebuilt = subprocess.run(
+        [sys.executable, "-m", "adr_cli.main", "rebuild", "--config", str(file)],
+        env={**env, "ADR_KAFKA_CONFIG_FILE": password}, capture_output=True, text=True,
+        timeout=180,
+    )  # fmt: skip
+    assert rebuilt.returncode == 0, rebuilt.stderr[-3000:]
+    assert sum(S.applied_offsets(client, Keys(file_ns), names["kill"]).values()) == EVENTS
+    assert PASSWORD not in rebuilt.stderr
 
 
 def test_a_wrong_password_or_a_missing_certificate_is_refused_without_showing_it(
