@@ -127,7 +127,8 @@ def record(client: redis.Redis, namespace: str, cfg: SimConfig, params: Params) 
 
 def _variants() -> dict[str, str]:
     """The script with parts left out, each checked to differ from the shipped one."""
-    hset = re.search(r"redis\.call\('HSET', key,.*?P\[i \+ 2\]\)", SCRIPT, re.S)
+    hset = re.search(r"local added = redis\.call\('HSET', key,.*?'ver', P\[i \+ I_NEW_VER\]\)",
+                     SCRIPT, re.S)  # fmt: skip
     assert hset is not None, "the player HSET moved: update the bench"
     cuts = {
         "script_arguments_only": (
@@ -135,21 +136,22 @@ def _variants() -> dict[str, str]:
             "P = cmsgpack.unpack(ARGV[first]) end\ndo return {0} end\n",
         ),
         "script_without_ver_checks": (
-            "if (ver or '0') ~= P[i + 1] then",
+            "if (ver or '0') ~= P[i + I_CHECKED_VER] then",
             "if false then",
         ),
         # the HGET of each player's ver as well (the comparison then always passes)
         "script_without_ver_reads": (
-            "local ver = redis.pcall('HGET', prefix .. P[i], 'ver')",
-            "local ver = P[i + 1]",
+            "local ver = redis.pcall('HGET', key, 'ver')",
+            "local ver = P[i + I_CHECKED_VER]",
         ),
         # keeps `ver` (the later batches' checks need it): leaves out the 12 state values
         "script_without_player_values": (
             hset.group(0),
-            "redis.call('HSET', key, 'ver', P[i + 2])",
+            # `added` as for a hash given every field: no layout-1 clean-up (HDEL) either
+            "local added = #FIELD + 1\n  redis.call('HSET', key, 'ver', P[i + I_NEW_VER])",
         ),
         "script_without_rank_and_activity_sets": (
-            "bulk('ZADD', KEYS[3], lb)\nbulk('ZADD', KEYS[4], activity)",
+            "bulk('ZADD', KEYS[K_LB], lb)\nbulk('ZADD', KEYS[K_ACTIVITY], activity)",
             "",
         ),
         "script_without_cooldown_keys": (
@@ -172,7 +174,10 @@ def _variants() -> dict[str, str]:
             "local legacy = redis.call('ZRANGEBYSCORE'",
             "do return {0} end\nlocal legacy = redis.call('ZRANGEBYSCORE'",
         ),
-        "script_without_outbox_entry": ("redis.call('XADD', KEYS[2], '*', 'm', ARGV[i])", ""),
+        "script_without_outbox_entry": (
+            "redis.call('XADD', KEYS[K_OUTBOX], '*', 'm', ARGV[i])",
+            "",
+        ),
     }
     out = {"script": SCRIPT}
     for name, cut in cuts.items():
