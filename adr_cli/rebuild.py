@@ -202,7 +202,7 @@ def run(args: argparse.Namespace) -> int:
         refuse_offline_only(params)  # what no consumer could continue (pair_decay), adr's too
         model = model_from_args(args, params)
         fixed = _read_snapshot(args.snapshot) if args.snapshot is not None else None
-        seasons = _seasons_for(args.seasons)
+        seasons = _seasons_for(args.seasons, model)
         every_ms = _seconds_to_ms(args.calibrate_every, "--calibrate-every")
         if args.commands_per_round < 1:
             raise ParamError("--commands-per-round must be >= 1")

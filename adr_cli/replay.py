@@ -31,8 +31,10 @@ from engine import (
     ParamError,
     Params,
     RatingBook,
+    RatingModel,
     SeasonSchedule,
     Snapshot,
+    check_seasons,
     model_named,
 )
 from redis_layout.event_ids import CountingRules
@@ -169,7 +171,7 @@ def run(args: argparse.Namespace) -> int:
         fixed = _read_snapshot(args.snapshot) if args.snapshot is not None else None
         every_ms = _seconds_to_ms(args.calibrate_every, "--calibrate-every")
         lateness_ms = _seconds_to_ms(args.lateness, "--lateness")
-        seasons = _seasons_for(args.seasons)
+        seasons = _seasons_for(args.seasons, model)
     except (ParamError, EngineError) as exc:
         _log("error", "usage", message=str(exc))
         return EXIT_USAGE
@@ -266,10 +268,14 @@ def _read_seasons(path: Path) -> SeasonSchedule:
         raise EngineError(f"bad --seasons file {str(path)!r}: {exc}") from exc
 
 
-def _seasons_for(path: Path | None) -> SeasonSchedule:
+def _seasons_for(path: Path | None, model: RatingModel[Any]) -> SeasonSchedule:
     """The --seasons schedule (none without a file), for a book of any model (`adr replay` and
-    `adr rebuild`): each model applies it in its own scale (RatingModel.season_step)."""
-    return _read_seasons(path) if path is not None else NO_SEASONS
+    `adr rebuild`): each model applies it in its own scale (RatingModel.season_step); one it
+    cannot apply (an uncertainty raise for Elo) is a ParamError (engine.check_seasons), as
+    `adr season close` refuses it."""
+    schedule = _read_seasons(path) if path is not None else NO_SEASONS
+    check_seasons(model, schedule)
+    return schedule
 
 
 def _open(path: str) -> tuple[IO[bytes], Any]:

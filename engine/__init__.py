@@ -34,7 +34,7 @@ from engine._kill import KillOutcome, pair_sigma, predict, rate_kill
 from engine._learning_rate import eta, eta_base, eta_streak, eta_trend, eta_vol, window_mean
 from engine._model import HashFields, Outcome, RatingModel
 from engine._model_book import ModelBook
-from engine._models import MODELS, model_named, model_parameters
+from engine._models import MODELS, check_seasons, model_named, model_parameters
 from engine._outcome import diffusion, outcome_probability, p_ab, p_ab_logistic
 from engine._pair_load import leaked_load, load_after, load_weight
 from engine._season import (
@@ -135,6 +135,7 @@ __all__ = [
     "bounded_return_decay",
     "can_place",
     "capped_mu",
+    "check_seasons",
     "decay_mu",
     "decay_sigma",
     "diffusion",

@@ -13,6 +13,7 @@ from engine._errors import ParamError
 from engine._glicko2 import GLICKO2, Glicko2Config, Glicko2Model
 from engine._model import RatingModel
 from engine._model_config import configured
+from engine._season import SeasonSchedule
 from engine._trueskill import TRUESKILL, TrueSkillConfig, TrueSkillModel
 from engine._weng_lin import WENG_LIN, WengLinConfig, WengLinModel
 from engine.params import Params
@@ -49,6 +50,21 @@ def model_named(
     if name == WENG_LIN:
         return WengLinModel(configured(WengLinConfig, given, typed=typed))
     raise ParamError(f"unknown model {name!r} (known: {', '.join(MODELS)})")
+
+
+def check_seasons(model: RatingModel[Any], schedule: SeasonSchedule) -> None:
+    """ParamError if `schedule` asks `model` for what it cannot do: an uncertainty raise
+    (`sigma_raise` > 0) for Elo, which keeps no uncertainty (its K rules read the games played),
+    so the raise would be dropped without a word. `adr season close` refuses such a close; a
+    hand-written `--seasons` file for `adr replay`/`adr rebuild` is refused by the same rule."""
+    if model.name != ELO:
+        return
+    for start in schedule.starts:
+        if start.reset.sigma_raise:
+            raise ParamError(
+                f"season {start.id!r}: the pool runs elo, which has no uncertainty to raise: "
+                "sigma_raise must be 0 (docs/models.md, Seasons)"
+            )
 
 
 def model_parameters(model: RatingModel[Any]) -> dict[str, Any]:

@@ -40,11 +40,13 @@ import redis
 from engine import (
     MODELS,
     EngineError,
+    ParamError,
     Params,
     RatingModel,
     SeasonReset,
     SeasonSchedule,
     SeasonStart,
+    check_seasons,
     model_named,
 )
 from redis_layout import CorruptValue, Keys, decode_snapshot, pool_model_parameters, scripts
@@ -123,11 +125,10 @@ def close_season(
             )
         except EngineError as exc:
             raise SeasonError(str(exc)) from None
-    if model.name == "elo" and reset.sigma_raise:
-        raise SeasonError(
-            "the pool runs elo, which has no uncertainty to raise: --sigma-raise must be 0 "
-            "(docs/models.md, Seasons)"
-        )
+    try:  # what the model cannot apply (an uncertainty raise for Elo), as replay refuses it
+        check_seasons(model, SeasonSchedule((SeasonStart(next_id, 0, 0.0, reset),)))
+    except ParamError as exc:
+        raise SeasonError(str(exc).replace("sigma_raise", "--sigma-raise")) from None
     closed_at = int(time.time() * 1000) if now_ms is None else now_ms
     watermark_keys = [keys.watermarks(t) for t in topics]
     if client.exists(keys.pop) and not client.exists(*watermark_keys):

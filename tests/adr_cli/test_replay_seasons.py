@@ -88,6 +88,23 @@ def test_a_bad_seasons_file_exits_2(tmp_path: Path, text: str) -> None:
     assert not out.exists()
 
 
+@pytest.mark.parametrize(("name", "raise_", "code"), [("elo", 5.0, 2), ("elo", 0.0, 0),
+                                                     ("glicko2", 5.0, 0)])  # fmt: skip
+def test_an_uncertainty_raise_for_elo_is_refused_not_dropped(
+    tmp_path: Path, name: str, raise_: float, code: int
+) -> None:
+    """Elo keeps no uncertainty: a hand-written schedule raising it is refused (exit 2, nothing
+    written), as `adr season close --sigma-raise` refuses it on an Elo pool; before, replay
+    dropped the raise without a word."""
+    src = _write_jsonl(tmp_path / "events.jsonl", _events(40))
+    start = SeasonStart("b", 5_000, 1000.0, SeasonReset(0.5, raise_))
+    (tmp_path / "s.json").write_text(encode_schedule(SeasonSchedule((start,), version=1)))
+    out = tmp_path / "o"
+    args = ["replay", str(src), "--out-dir", str(out), "--model", name]
+    assert main([*args, "--seasons", str(tmp_path / "s.json")]) == code
+    assert out.exists() == (code == 0)
+
+
 @pytest.mark.parametrize("name", ["elo", "glicko2", "trueskill", "weng-lin"])
 def test_seasons_with_another_model_are_its_book_with_them(tmp_path: Path, name: str) -> None:
     """`--model X --seasons FILE`: ModelBook with that schedule, each reset in the model's own

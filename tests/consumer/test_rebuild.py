@@ -675,6 +675,7 @@ def test_usage_errors_exit_2_before_touching_kafka_or_redis(tmp_path: Path) -> N
                   ["--model", "elo", "--model-param", "no_such=1"],
                   ["--model", "elo", "--core", "native"],  # the core rates adr only
                   ["--seasons", str(seasons), "--core", "native"],
+                  ["--model", "elo", "--seasons", str(seasons)],  # a raise elo has nothing for
                   ["--kafka-config", "isolation.level=read_uncommitted"],  # the consumer's guard
                   ["--kafka-config-file", str(tmp_path / "absent.properties")],
                   ["--kafka-config", "no.such.setting=1"],
