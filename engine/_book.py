@@ -67,7 +67,6 @@ class RatingBook:
         )  # fmt: skip
         self.params = params
         self.seasons = seasons
-        self._newest_counted: int | None = None  # the largest counted ts (the ladder's season)
         self.calibrate_every_ms = calibrate_every_ms
         self.lateness_ms = lateness_ms
         self._units = 0  # S = Σ σ_i·2**k over tracked players, exact
@@ -90,7 +89,7 @@ class RatingBook:
     def ladder(self) -> int:
         """The season the live ladder shows: that of the largest counted event time (0: the
         first; docs/api.md, "Seasons")."""
-        newest = self._newest_counted
+        newest = self._counting.newest_counted
         return 0 if newest is None else ladder_of(self.seasons, newest)
 
     def is_late(self, ts: int) -> bool:
@@ -199,9 +198,6 @@ class RatingBook:
         if self.seasons.starts:
             self._season_step(ia, ts)
             self._season_step(ib, ts)
-        newest = self._newest_counted
-        if newest is None or ts > newest:
-            self._newest_counted = ts
         loads = self._loads
         if loads is None:
             self._rate(ia, ib, ts, last)

@@ -104,6 +104,7 @@ class Counting:
         self.rejected = 0
         self.rejected_by_reason: dict[str, int] = {}
         self.watermark: int | None = None
+        self.newest_counted: int | None = None  # the largest counted ts (the ladder's season)
         self.pairs = PairTable(params.pair_memory_ms, lateness_ms)
         self._heap: list[int] = []
         self._filed: list[bool] = []  # per player number: has an entry in the heap
@@ -152,6 +153,9 @@ class Counting:
         horizon = watermark - self.lateness_ms - self.params.pair_memory_ms
         self.pairs.put(ia, ib, ts, watermark, horizon)
         self.counted += 1
+        newest = self.newest_counted
+        if newest is None or ts > newest:
+            self.newest_counted = ts
 
     def _reject(self, reason: str) -> Verdict:
         self.rejected += 1

@@ -54,7 +54,6 @@ class ModelBook(Generic[S]):
         self.model = model
         self.params = params
         self.seasons = seasons
-        self._newest_counted: int | None = None  # the largest counted ts (the ladder's season)
         self.calibrate_every_ms = calibrate_every_ms
         self.lateness_ms = lateness_ms
         self._new_display = model.display(model.new_player())
@@ -86,7 +85,7 @@ class ModelBook(Generic[S]):
     def ladder(self) -> int:
         """The season the live ladder shows: that of the largest counted event time (0: the
         first; docs/api.md, "Seasons")."""
-        newest = self._newest_counted
+        newest = self._counting.newest_counted
         return 0 if newest is None else ladder_of(self.seasons, newest)
 
     def is_late(self, ts: int) -> bool:
@@ -180,9 +179,6 @@ class ModelBook(Generic[S]):
         if self.seasons.starts:
             self._season_step(ia, ts)
             self._season_step(ib, ts)
-        newest = self._newest_counted
-        if newest is None or ts > newest:
-            self._newest_counted = ts
         out = self.model.rate(
             states[ia], states[ib], ts, self._units, len(states), counting.snapshot, last
         )
