@@ -141,12 +141,7 @@ def cannot_compile() -> str | None:
         return "ADR_COMPILED=0 at build time"
     if importlib.util.find_spec("mypyc") is None:
         return "mypy (mypyc) is not installed in the build environment"
-    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-    if shutil.which(shlex.split(cc)[0]) is None:
-        return f"no C compiler ({cc})"
-    if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
-        return "no Python headers (Python.h; Debian: python3-dev)"
-    return None
+    return cannot_compile_native()  # mypyc's C needs what the native core's does
 
 
 def venv() -> Path:
